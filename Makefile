@@ -1,0 +1,40 @@
+# Two commands for readers (see README.md):
+#   make book   build the website into _build/html
+#   make test   every check: unit tests, nbval over every notebook, strict book build
+# Both create .venv from requirements.txt first when it is missing or out of date.
+
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
+NB    ?= $(NOTEBOOKS)
+
+.PHONY: book test unit nbval strict-book execute clean
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	timeout 1200 $(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	touch $(STAMP)
+
+book: $(STAMP)
+	rm -rf _build/html
+	timeout 900 $(VENV)/bin/jupyter-book build . --keep-going
+	@test -f _build/html/index.html
+	@echo "Open file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP)
+	TQDM_DISABLE=1 timeout 1500 $(PY) -m pytest --nbval --nbval-current-env \
+	  --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg -q
+	$(MAKE) --no-print-directory strict-book
+
+strict-book: $(STAMP)
+	rm -rf _build/html
+	timeout 900 $(VENV)/bin/jupyter-book build . -W -n --keep-going
+	timeout 120 $(PY) tools/check_site.py _build/html
+
+execute: $(STAMP)
+	timeout 1800 $(PY) tools/execute_notebooks.py $(NB)
+
+clean:
+	rm -rf _build

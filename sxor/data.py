@@ -1,0 +1,94 @@
+"""The sparse XOR task and the frozen positional embeddings.
+
+The task: ``x`` uniform on the hypercube ``{+1, -1}^d`` and label ``y = -x_{i*} x_{j*}`` for an
+unknown support ``S = {i*, j*}``. The embeddings ``v_1, ..., v_d`` are i.i.d. uniform on the
+sphere ``S^(m-1)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_dims, check_support
+
+
+def default_device() -> torch.device:
+    """``cuda`` when a GPU is visible, else ``cpu``: the device every chapter computes on."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def sphere_embeddings(
+    d: int,
+    m: int,
+    *,
+    batch: tuple[int, ...] = (),
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Positional embeddings ``V [*batch, d, m]`` with rows i.i.d. uniform on ``S^(m-1)``.
+
+    A standard Gaussian vector divided by its norm is uniform on the sphere (rotation
+    invariance), so ``v_i = z_i / ||z_i||`` with ``z_i ~ N(0, I_m)``.
+    """
+    check_dims(d, m)
+    z = torch.randn(*batch, d, m, generator=generator, dtype=dtype, device=device)
+    return z / z.norm(dim=-1, keepdim=True)
+
+
+def random_support(
+    d: int,
+    *,
+    batch: tuple[int, ...] = (),
+    generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """A uniformly random ordered pair ``(i*, j*)`` of distinct positions, shape ``[*batch, 2]``."""
+    check_dims(d)
+    first = torch.randint(0, d, (*batch,), generator=generator, device=device)
+    # j* is uniform over the d - 1 positions other than i*.
+    offset = torch.randint(1, d, (*batch,), generator=generator, device=device)
+    return torch.stack([first, (first + offset) % d], dim=-1)
+
+
+def sample_sparse_xor(
+    n: int,
+    d: int,
+    support: torch.Tensor | tuple[int, int],
+    *,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` samples ``x [n, d]`` uniform on ``{+1,-1}^d`` with labels ``y = -x_{i*} x_{j*}``."""
+    check_dims(d)
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got n={n}")
+    support = torch.as_tensor(support, device=device)
+    check_support(support, d)
+    if support.shape != (2,):
+        raise ValueError(f"sample_sparse_xor takes one support of shape (2,), got {tuple(support.shape)}")
+    bits = torch.randint(0, 2, (n, d), generator=generator, device=device)
+    x = (1 - 2 * bits).to(dtype)
+    return x, sparse_xor_labels(x, support)
+
+
+def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """``y = -x_{i*} x_{j*}`` for inputs ``x [..., n, d]`` and ``support [..., 2]``, shape ``[..., n]``."""
+    support = torch.as_tensor(support, device=x.device)
+    batch = torch.broadcast_shapes(x.shape[:-2], support.shape[:-1])
+    n, d = x.shape[-2:]
+    pair = x.expand(*batch, n, d).gather(-1, support.unsqueeze(-2).expand(*batch, n, 2))
+    return -pair[..., 0] * pair[..., 1]
+
+
+def all_inputs(
+    d: int, *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """All ``2^d`` points of the hypercube ``{+1,-1}^d`` as a ``[2^d, d]`` tensor (for small d)."""
+    check_dims(d)
+    if d > 24:
+        raise ValueError(f"enumerating 2^d inputs is only sensible for d <= 24, got d={d}")
+    codes = torch.arange(2**d, device=device).unsqueeze(-1)
+    bits = (codes >> torch.arange(d, device=device)) & 1
+    return (1 - 2 * bits).to(dtype)

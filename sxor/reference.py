@@ -1,0 +1,69 @@
+"""Independent references for the closed forms: exact enumeration, Monte Carlo and autograd.
+
+These are slow on purpose. They share no algebra with :mod:`sxor.population`, only the model
+definition, so agreement between the two is evidence that the closed forms are right.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_embeddings, check_query, check_support
+from .data import all_inputs, sample_sparse_xor, sparse_xor_labels
+from .model import predict
+
+
+def empirical_loss(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    V: torch.Tensor,
+    theta: torch.Tensor,
+    theta_tilde: torch.Tensor,
+    kind: str = "softmax",
+) -> torch.Tensor:
+    """``1/2 mean_k (f(x_k) - y_k)^2`` over the rows of ``x [..., n, d]``, shape ``[...]``."""
+    return 0.5 * ((predict(x, V, theta, theta_tilde, kind) - y) ** 2).mean(-1)
+
+
+def enumerated_loss(
+    V: torch.Tensor,
+    theta: torch.Tensor,
+    theta_tilde: torch.Tensor,
+    support: torch.Tensor,
+    kind: str = "softmax",
+) -> torch.Tensor:
+    """Population loss by summing over all ``2^d`` inputs (exact, ``O(2^d d)``; small ``d`` only)."""
+    d, m = check_embeddings(V)
+    check_query("theta", theta, m)
+    check_support(support, d)
+    x = all_inputs(d, dtype=V.dtype, device=V.device)
+    y = sparse_xor_labels(x, support)
+    return empirical_loss(x, y, V, theta, theta_tilde, kind)
+
+
+def monte_carlo_loss(
+    V: torch.Tensor,
+    theta: torch.Tensor,
+    theta_tilde: torch.Tensor,
+    support: torch.Tensor,
+    n: int,
+    *,
+    generator: torch.Generator | None = None,
+    kind: str = "softmax",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Monte Carlo estimate of the population loss from ``n`` fresh samples, with its standard error.
+
+    Returns ``(estimate, standard_error)`` where ``standard_error = std / sqrt(n)``.
+    """
+    d, _ = check_embeddings(V)
+    x, y = sample_sparse_xor(n, d, support, generator=generator, dtype=V.dtype, device=V.device)
+    per_sample = 0.5 * (predict(x, V, theta, theta_tilde, kind) - y) ** 2
+    return per_sample.mean(-1), per_sample.std(-1) / n**0.5
+
+
+def autograd_grad(loss_fn, theta: torch.Tensor, theta_tilde: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gradient of ``loss_fn(theta, theta_tilde).sum()`` by reverse-mode autodiff."""
+    theta = theta.detach().requires_grad_(True)
+    theta_tilde = theta_tilde.detach().requires_grad_(True)
+    grad, grad_tilde = torch.autograd.grad(loss_fn(theta, theta_tilde).sum(), (theta, theta_tilde))
+    return grad, grad_tilde
