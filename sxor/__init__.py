@@ -7,6 +7,7 @@ Part II (exact sequence interpolation; Alcalde, Fantuzzi & Zuazua, arXiv 2502.02
 :mod:`sxor.interp` and does not depend on Part I.
 """
 
+from . import book, metrics, reference, sphere, sweeps
 from .data import all_inputs, default_device, random_support, sample_sparse_xor, sparse_xor_labels, sphere_embeddings
 from .model import ATTENTION_KINDS, attention, predict, predict_from_weights, scores
 from .population import (

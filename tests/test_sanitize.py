@@ -1,0 +1,61 @@
+"""The nbval sanitize rules mask noise only: a digit changed at print precision must still differ."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+CFG = Path(__file__).with_name("nbval_sanitize.cfg")
+
+
+def rules() -> list[tuple[str, str]]:
+    """(regex, replace) pairs in file order, parsed as nbval parses them."""
+    lines = [line.strip() for line in CFG.read_text().splitlines()]
+    pairs = []
+    for i, line in enumerate(lines):
+        if line.startswith("regex:"):
+            assert lines[i + 1].startswith("replace:"), "each regex: line must be followed by replace:"
+            pairs.append((line[len("regex:"):].strip(), lines[i + 1][len("replace:"):].strip()))
+    return pairs
+
+
+def sanitize(text: str) -> str:
+    for regex, replace in rules():
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def test_there_are_rules():
+    assert len(rules()) == 3
+
+
+@pytest.mark.parametrize(
+    "stored, fresh",
+    [
+        ("loss = 0.1234", "loss = 0.1235"),  # a changed digit at print precision
+        ("tensor([0.4860, 0.4595])", "tensor([0.4860, 0.4596])"),
+        ("0.12345678", "0.12355678"),  # 4th decimal of a full-precision float
+        ("success 0.950", "success 0.940"),
+        ("m_95 = 12", "m_95 = 13"),
+        ("1.0e-03", "2.0e-03"),
+        ("-0.0001", "0.0001"),  # a sign that matters
+        ("-0.5", "0.5"),
+    ],
+)
+def test_a_real_change_still_fails(stored, fresh):
+    assert sanitize(stored) != sanitize(fresh)
+
+
+@pytest.mark.parametrize(
+    "stored, fresh",
+    [
+        ("<Figure at 0x7f3a2b1c9d10>", "<Figure at 0x7f99aa00bb11>"),
+        ("-0.0000", "0.0000"),
+        ("tensor([-0.0000, 1.0000])", "tensor([0.0000, 1.0000])"),
+        ("0.1234567890123", "0.1234999999999"),
+    ],
+)
+def test_noise_is_masked(stored, fresh):
+    assert sanitize(stored) == sanitize(fresh)
