@@ -16,7 +16,7 @@ GPU_SCALE = 8
 def setup(seed: int = 0) -> tuple[torch.device, int]:
     """Fix seeds and printing, style figures, and return ``(DEVICE, SCALE)``.
 
-    ``DEVICE`` is :func:`sxor.default_device`; ``SCALE`` is 1 on a CPU and :data:`GPU_SCALE` on
+    ``DEVICE`` is :func:`sxor.data.default_device`; ``SCALE`` is 1 on a CPU and :data:`GPU_SCALE` on
     a GPU, so ``n = 1000 * SCALE`` grows a chapter's sizes with one variable.
     """
     random.seed(seed)
