@@ -1,0 +1,50 @@
+"""Part II: exact sequence interpolation with transformers (Alcalde, Fantuzzi & Zuazua,
+arXiv 2502.02270).
+
+* :mod:`sxor.interp.layers`: the ReLU feed-forward and hardmax/softmax self-attention layers and
+  the Hausdorff distance, in float and in exact rational arithmetic.
+* :mod:`sxor.interp.clustering`: repeated attention as a clustering dynamics, leaders.
+* :mod:`sxor.interp.lemmas`: the three collapse lemmas (constructions, predictions, checks,
+  random admissible instances).
+* :mod:`sxor.interp.softmax`: softmax near hardmax (gaps, bounds), snap layers, and rigorous
+  rational enclosures.
+"""
+
+from .clustering import attention_trajectory, convex_hull_2d, distinct_points, leaders
+from .layers import (
+    as_exact,
+    attention_scores,
+    attention_weights,
+    feed_forward,
+    hausdorff,
+    hausdorff_squared,
+    is_exact,
+    self_attention,
+)
+from .lemmas import identity_layer, identity_matrix, rank_one_layer
+from .softmax import feed_forward_enclosure, snap_layer, softmax_attention_enclosure
+
+__all__ = [
+    "as_exact",
+    "attention_scores",
+    "attention_trajectory",
+    "attention_weights",
+    "convex_hull_2d",
+    "distinct_points",
+    "feed_forward",
+    "feed_forward_enclosure",
+    "hausdorff",
+    "hausdorff_squared",
+    "identity_layer",
+    "identity_matrix",
+    "is_exact",
+    "leaders",
+    "rank_one_layer",
+    "self_attention",
+    "snap_layer",
+    "softmax_attention_enclosure",
+]
+
+from .construct import InterpolatingTransformer, check_dataset, construct, interpolation_errors, random_dataset, softmax_certificate  # noqa: E402,I001
+
+__all__ += ["InterpolatingTransformer", "check_dataset", "construct", "interpolation_errors", "random_dataset", "softmax_certificate"]

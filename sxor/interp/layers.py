@@ -1,0 +1,342 @@
+"""The two layers of Part II and the Hausdorff distance, in float and in exact rational arithmetic.
+
+Tokens are the rows of ``X [..., n, d]`` (leading dimensions are a batch of sequences).
+
+* Feed-forward (token-wise, width ``w``):
+  ``FF(x) = eta x + W relu(U x + b)`` with ``U [w, d]``, ``b [w]``, ``W [d, w]``, scalar ``eta``.
+* Self-attention: ``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with scores ``s_il = <A x_i, x_l>``.
+  ``tau = 0`` is hardmax: ``pi_il = 1/|C_i|`` on ``C_i = argmax_l s_il`` (every maximiser, ties
+  included, the query ``l = i`` included) and 0 elsewhere; ``tau > 0`` is softmax
+  ``pi_il = exp(s_il / tau) / sum_k exp(s_ik / tau)``.
+
+Two arithmetic paths, chosen by the type of ``X``:
+
+* **float**: ``X`` a float ``torch.Tensor`` (its dtype and device are kept) or a float numpy
+  array (computed in float64, returned as numpy). Hardmax ties are decided by ``==`` on the
+  rounded float scores, so mathematically tied scores may split in the last bit; use the exact
+  path when ties matter.
+* **exact**: ``X`` a numpy ``dtype=object`` array of :class:`fractions.Fraction` (ints allowed).
+  Every parameter must then be exact too (int, Fraction, integer arrays, object arrays of them);
+  a float anywhere raises ``ValueError`` instead of silently rounding. Hardmax attention, ReLU
+  layers and :func:`hausdorff_squared` are computed in exact rational arithmetic and return
+  object arrays whose entries are all ``Fraction``. Softmax weights ``exp(s / tau)`` are
+  irrational, so ``self_attention`` with ``tau > 0`` on exact input raises ``ValueError``; the
+  rigorous alternative is :func:`sxor.interp.softmax.softmax_attention_enclosure`, which returns
+  exact rational lower and upper bounds.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Union
+
+import mpmath
+import numpy as np
+import torch
+
+Array = Union[torch.Tensor, np.ndarray]
+Scalar = Union[int, float, Fraction]
+
+
+# --------------------------------------------------------------------------------------------
+# input handling
+# --------------------------------------------------------------------------------------------
+
+
+def is_exact(X: object) -> bool:
+    """True when ``X`` selects the exact path (a numpy array of ``dtype=object``)."""
+    return isinstance(X, np.ndarray) and X.dtype == object
+
+
+def _exact_scalar(name: str, value: object) -> Fraction:
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be an int or Fraction on the exact path, got a bool")
+    if isinstance(value, (numbers.Rational, np.integer)):
+        return Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
+    if isinstance(value, str):
+        try:
+            return Fraction(value)
+        except ValueError:
+            raise ValueError(f"{name} contains the string {value!r}, which is not a rational number") from None
+    raise ValueError(
+        f"{name} contains {value!r} of type {type(value).__name__}; the exact path accepts only int "
+        "and Fraction (a float would silently round: convert it with Fraction(...) on purpose)"
+    )
+
+
+def as_exact(a: object, name: str = "array") -> np.ndarray:
+    """Convert ``a`` (nested lists, integer/object arrays, int/Fraction/str entries) to an object
+    array of :class:`Fraction`; floats raise ``ValueError`` (no silent rounding)."""
+    if isinstance(a, torch.Tensor):
+        if a.is_floating_point() or a.is_complex():
+            raise ValueError(f"{name} is a float tensor; the exact path accepts only int and Fraction")
+        a = a.tolist()
+    arr = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
+    if arr.dtype != object and arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} has dtype {arr.dtype}; the exact path accepts only int and Fraction entries")
+    out = np.empty(arr.shape, dtype=object)
+    for idx, value in np.ndenumerate(arr):
+        out[idx] = _exact_scalar(name, value)
+    return out
+
+
+def _check_tokens(name: str, shape: tuple[int, ...]) -> None:
+    if len(shape) < 2:
+        raise ValueError(f"{name} must have shape [..., n, d] (tokens are rows), got shape {shape}")
+    if shape[-2] == 0:
+        raise ValueError(f"{name} is an empty sequence (n = 0 tokens), shape {shape}")
+    if shape[-1] == 0:
+        raise ValueError(f"{name} has token dimension d = 0, shape {shape}")
+
+
+def _check_shape(name: str, shape: tuple[int, ...], expected: tuple[int, ...], meaning: str) -> None:
+    if tuple(shape) != tuple(expected):
+        raise ValueError(f"{name} must have shape {tuple(expected)} ({meaning}), got shape {tuple(shape)}")
+
+
+def _float_scalar(name: str, value: object) -> float:
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        if value.ndim != 0:
+            raise ValueError(f"{name} must be a scalar, got shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real scalar, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    return x
+
+
+def _float_tensor(name: str, a: object, like: torch.Tensor) -> torch.Tensor:
+    if isinstance(a, torch.Tensor):
+        t = a.to(dtype=like.dtype, device=like.device)
+    else:
+        arr = np.asarray(a)
+        if arr.dtype == object:
+            arr = arr.astype(np.float64)
+        t = torch.as_tensor(arr, dtype=like.dtype, device=like.device)
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} contains non-finite values (nan or inf)")
+    return t
+
+
+def _float_tokens(name: str, X: object) -> tuple[torch.Tensor, bool]:
+    """``X`` as a float tensor, and whether the caller passed numpy (so numpy goes back)."""
+    if isinstance(X, torch.Tensor):
+        if not X.is_floating_point():
+            raise ValueError(f"{name} must be a floating-point tensor (or an object array of Fractions), got {X.dtype}")
+        t, numpy_in = X, False
+    elif isinstance(X, np.ndarray):
+        if X.dtype.kind not in "fiu":
+            raise ValueError(f"{name} must be a float array or an object array of Fractions, got dtype {X.dtype}")
+        t, numpy_in = torch.as_tensor(X.astype(np.float64)), True
+    else:
+        raise ValueError(f"{name} must be a torch.Tensor or a numpy array, got {type(X).__name__}")
+    _check_tokens(name, tuple(t.shape))
+    if not bool(torch.isfinite(t).all()):
+        raise ValueError(f"{name} contains non-finite values (nan or inf)")
+    return t, numpy_in
+
+
+def _check_tau(tau: object) -> Scalar:
+    if isinstance(tau, bool) or not isinstance(tau, (numbers.Real, np.floating, np.integer)):
+        raise ValueError(f"tau must be a real number >= 0, got {tau!r}")
+    if isinstance(tau, (float, np.floating)) and not math.isfinite(float(tau)):
+        raise ValueError(f"tau must be finite, got {tau}")
+    if tau < 0:
+        raise ValueError(f"tau must be >= 0 (0 is hardmax), got tau={tau}")
+    return tau
+
+
+def _relu_exact(Z: np.ndarray) -> np.ndarray:
+    out = np.empty(Z.shape, dtype=object)
+    for idx, z in np.ndenumerate(Z):
+        out[idx] = z if z > 0 else Fraction(0)
+    return out
+
+
+def _fractions(a: np.ndarray) -> np.ndarray:
+    """Final guard of the exact path: every entry is a Fraction (ints are promoted)."""
+    out = np.empty(a.shape, dtype=object)
+    for idx, value in np.ndenumerate(a):
+        if isinstance(value, Fraction):
+            out[idx] = value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out[idx] = Fraction(value)
+        else:  # pragma: no cover - unreachable when the inputs were validated
+            raise AssertionError(f"non-rational value {value!r} on the exact path")
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# layers
+# --------------------------------------------------------------------------------------------
+
+
+def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
+    """Token-wise ReLU feed-forward layer ``FF(x) = eta x + W relu(U x + b)``.
+
+    ``X [..., n, d]``, ``U [w, d]``, ``b [w]``, ``W [d, w]``, scalar ``eta``. Exact (Fractions in,
+    Fractions out) when ``X`` is an object array; see the module docstring.
+    """
+    if is_exact(X):
+        X = as_exact(X, "X")
+        _check_tokens("X", X.shape)
+        d = X.shape[-1]
+        U, b, W = as_exact(U, "U"), as_exact(b, "b"), as_exact(W, "W")
+        eta = _exact_scalar("eta", eta)
+    else:
+        X, numpy_in = _float_tokens("X", X)
+        d = X.shape[-1]
+        U, b, W = _float_tensor("U", U, X), _float_tensor("b", b, X), _float_tensor("W", W, X)
+        eta = _float_scalar("eta", eta)
+    if U.ndim != 2 or U.shape[1] != d:
+        raise ValueError(f"U must have shape [w, d] with d = {d} (the token dimension), got {tuple(U.shape)}")
+    w = U.shape[0]
+    _check_shape("b", tuple(b.shape), (w,), f"one bias per hidden unit, w = {w}")
+    _check_shape("W", tuple(W.shape), (d, w), f"[d, w] = [{d}, {w}]")
+    if isinstance(X, np.ndarray):
+        return _fractions(eta * X + _relu_exact(X @ U.T + b) @ W.T)
+    out = eta * X + torch.relu(X @ U.T + b) @ W.T
+    return out.numpy() if numpy_in else out
+
+
+def attention_scores(X: Array, A: Array) -> Array:
+    """Scores ``s_il = <A x_i, x_l>``, shape ``[..., n, n]`` (exact for Fractions)."""
+    if is_exact(X):
+        X = as_exact(X, "X")
+        _check_tokens("X", X.shape)
+        A = as_exact(A, "A")
+        _check_shape("A", tuple(A.shape), (X.shape[-1],) * 2, "[d, d]")
+        return _fractions((X @ A.T) @ np.swapaxes(X, -1, -2))
+    X, numpy_in = _float_tokens("X", X)
+    A = _float_tensor("A", A, X)
+    _check_shape("A", tuple(A.shape), (X.shape[-1],) * 2, "[d, d]")
+    S = (X @ A.T) @ X.transpose(-1, -2)
+    return S.numpy() if numpy_in else S
+
+
+def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
+    """Attention matrix ``pi [..., n, n]`` for the scores ``s_il = <A x_i, x_l>``.
+
+    ``tau == 0``: hardmax, ``pi_il = 1/|C_i|`` for ``l in C_i = argmax_l s_il`` (ties included);
+    ``tau > 0``: softmax of ``s_il / tau`` over ``l`` (max-subtracted, so large scores are safe).
+    Rows sum to 1. Exact for Fractions with ``tau == 0``; ``tau > 0`` on exact input raises.
+    """
+    tau = _check_tau(tau)
+    if is_exact(X):
+        X = as_exact(X, "X")
+        _check_tokens("X", X.shape)
+        if tau != 0:
+            raise ValueError(
+                "softmax (tau > 0) weights exp(s/tau) are irrational, so they have no exact Fraction "
+                "value: pass float X, or use sxor.interp.softmax_attention_enclosure for rigorous "
+                "rational bounds"
+            )
+        S = attention_scores(X, A)
+        top = np.equal(S, S.max(axis=-1, keepdims=True))
+        counts = top.sum(axis=-1, keepdims=True)
+        pi = np.empty(S.shape, dtype=object)
+        for idx, hit in np.ndenumerate(top):
+            pi[idx] = Fraction(1, int(counts[idx[:-1] + (0,)])) if hit else Fraction(0)
+        return pi
+    numpy_in = isinstance(X, np.ndarray)
+    S = attention_scores(X, A)
+    S = torch.as_tensor(S) if numpy_in else S
+    if tau == 0:
+        top = (S == S.amax(dim=-1, keepdim=True)).to(S.dtype)
+        pi = top / top.sum(dim=-1, keepdim=True)
+    else:
+        pi = torch.softmax(S / float(tau), dim=-1)
+    return pi.numpy() if numpy_in else pi
+
+
+def self_attention(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar = 0) -> Array:
+    """Self-attention layer ``SA(X)_i = rho x_i + V sum_l pi_il x_l``, ``pi`` from
+    :func:`attention_weights` (``tau = 0`` hardmax with uniform ties, ``tau > 0`` softmax).
+
+    ``X [..., n, d]``, ``A [d, d]``, ``V [d, d]``, scalar ``rho``. Exact for Fractions with
+    ``tau = 0``.
+    """
+    pi = attention_weights(X, A, tau)
+    if is_exact(X):
+        X = as_exact(X, "X")
+        V = as_exact(V, "V")
+        rho = _exact_scalar("rho", rho)
+        _check_shape("V", tuple(V.shape), (X.shape[-1],) * 2, "[d, d]")
+        return _fractions(rho * X + (pi @ X) @ V.T)
+    X, numpy_in = _float_tokens("X", X)
+    V = _float_tensor("V", V, X)
+    rho = _float_scalar("rho", rho)
+    _check_shape("V", tuple(V.shape), (X.shape[-1],) * 2, "[d, d]")
+    pi = torch.as_tensor(pi, dtype=X.dtype, device=X.device)
+    out = rho * X + (pi @ X) @ V.T
+    return out.numpy() if numpy_in else out
+
+
+# --------------------------------------------------------------------------------------------
+# Hausdorff distance
+# --------------------------------------------------------------------------------------------
+
+
+def _pair_tokens(P: Array, Q: Array) -> tuple[object, object, bool]:
+    if is_exact(P) or is_exact(Q):
+        P, Q = as_exact(P, "P"), as_exact(Q, "Q")
+        _check_tokens("P", P.shape)
+        _check_tokens("Q", Q.shape)
+        numpy_in = True
+    else:
+        P, numpy_in = _float_tokens("P", P)
+        Q, _ = _float_tokens("Q", Q)
+        Q = Q.to(dtype=P.dtype, device=P.device)
+    if P.shape[-1] != Q.shape[-1]:
+        raise ValueError(f"P and Q must have the same token dimension d, got {P.shape[-1]} and {Q.shape[-1]}")
+    return P, Q, numpy_in
+
+
+def hausdorff_squared(P: Array, Q: Array) -> object:
+    """Squared Hausdorff distance between the token sets (rows) of ``P [..., n, d]`` and
+    ``Q [..., m, d]`` in the Euclidean norm:
+
+    ``d_H(P, Q)^2 = max( max_i min_j |p_i - q_j|^2, max_j min_i |p_i - q_j|^2 )``.
+
+    Exact :class:`Fraction` (or an object array over the batch) when either input is an object
+    array; a float tensor / numpy float otherwise.
+    """
+    P, Q, numpy_in = _pair_tokens(P, Q)
+    if isinstance(P, np.ndarray) and P.dtype == object:
+        diff = P[..., :, None, :] - Q[..., None, :, :]
+        D2 = _fractions((diff * diff).sum(axis=-1))  # [..., n, m]
+        forward, backward = D2.min(axis=-1).max(axis=-1), D2.min(axis=-2).max(axis=-1)
+        if D2.ndim == 2:
+            return max(forward, backward)
+        out = np.empty(forward.shape, dtype=object)
+        for idx, value in np.ndenumerate(forward):
+            out[idx] = max(value, backward[idx])
+        return out
+    D2 = ((P.unsqueeze(-2) - Q.unsqueeze(-3)) ** 2).sum(-1)
+    out = torch.maximum(D2.amin(-1).amax(-1), D2.amin(-2).amax(-1))
+    return out.numpy() if numpy_in else out
+
+
+def hausdorff(P: Array, Q: Array) -> object:
+    """Hausdorff distance ``d_H(P, Q)`` between token sets (rows), the square root of
+    :func:`hausdorff_squared`.
+
+    Float inputs give a float tensor / numpy float. Exact inputs give an :class:`mpmath.mpf`
+    (or object array of them over the batch): ``sqrt`` of the exact rational
+    ``d_H^2`` at the current ``mpmath.mp`` precision. It is ``0`` exactly when, and only when,
+    the two sets coincide (``sqrt(0) = 0`` and ``mpf`` never underflows); for an exact value use
+    :func:`hausdorff_squared`.
+    """
+    sq = hausdorff_squared(P, Q)
+    if isinstance(sq, Fraction):
+        return mpmath.sqrt(mpmath.mpf(sq.numerator) / sq.denominator)
+    if isinstance(sq, np.ndarray) and sq.dtype == object:
+        out = np.empty(sq.shape, dtype=object)
+        for idx, v in np.ndenumerate(sq):
+            out[idx] = mpmath.sqrt(mpmath.mpf(v.numerator) / v.denominator)
+        return out
+    return np.sqrt(sq) if isinstance(sq, np.ndarray) else torch.sqrt(sq)

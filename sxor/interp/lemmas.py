@@ -1,0 +1,221 @@
+"""The three collapse lemmas of hardmax self-attention, as constructions, predictions and checks.
+
+All three use one hardmax layer (``tau = 0``) with ``rho = 0`` and ``V = I``, so token ``i`` moves
+to the mean of its argmax set ``C_i = argmax_l <A x_i, x_l>``. The statements and proofs are in
+the chapter "The collapse lemmas"; the exact characterisations below are this book's derivation
+(the paper's text was not available), and each holds with no hypothesis at all:
+
+* **rank one** ``A = v v^T``: ``s_il = <v, x_i><v, x_l>``, so ``C_i`` is the set of tokens with
+  the largest ``<v, x_l>`` if ``<v, x_i> > 0``, with the smallest if ``<v, x_i> < 0``, and every
+  token if ``<v, x_i> = 0``.
+* **box** ``A = I``, tokens in ``[0, R]^d`` containing the corner ``c = R 1``:
+  ``C_i = {l : x_lk = R for every k with x_ik > 0}``.
+* **sphere** ``A = I``: a token of largest norm attends exactly to its own copies.
+
+Every function works on exact object arrays of :class:`Fraction` (see :mod:`sxor.interp.layers`);
+random instances are drawn with an explicit :class:`torch.Generator`.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import torch
+
+from .layers import as_exact
+
+# --------------------------------------------------------------------------------------------
+# layer parameters: self_attention(X, **params)
+# --------------------------------------------------------------------------------------------
+
+
+def identity_matrix(d: int) -> np.ndarray:
+    """The exact ``d x d`` identity (object array of Fractions)."""
+    if int(d) != d or d < 1:
+        raise ValueError(f"d must be a positive integer, got {d}")
+    return as_exact(np.eye(int(d), dtype=int))
+
+
+def rank_one_layer(v: object) -> dict[str, object]:
+    """Parameters ``A = v v^T``, ``rho = 0``, ``V = I`` of Lemma (a), for ``self_attention(X, **p)``."""
+    v = as_exact(v, "v")
+    if v.ndim != 1 or v.shape[0] == 0:
+        raise ValueError(f"v must be a non-empty vector, got shape {v.shape}")
+    if all(x == 0 for x in v):
+        raise ValueError("v must be nonzero (A = v v^T = 0 is the mean collapse, not Lemma (a))")
+    return {"A": np.outer(v, v), "rho": Fraction(0), "V": identity_matrix(v.shape[0])}
+
+
+def identity_layer(d: int) -> dict[str, object]:
+    """Parameters ``A = I``, ``rho = 0``, ``V = I`` of Lemmas (b) and (c)."""
+    return {"A": identity_matrix(d), "rho": Fraction(0), "V": identity_matrix(d)}
+
+
+# --------------------------------------------------------------------------------------------
+# the lemmas' predictions (computed from the characterisations, not from the layer)
+# --------------------------------------------------------------------------------------------
+
+
+def _tokens(X: object) -> np.ndarray:
+    X = as_exact(X, "X")
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"X must have shape [n, d] with n, d >= 1, got {X.shape}")
+    return X
+
+
+def _mean(X: np.ndarray, rows: list[int]) -> list[Fraction]:
+    return [sum((X[l, k] for l in rows), Fraction(0)) / len(rows) for k in range(X.shape[1])]
+
+
+def rank_one_sets(X: object, v: object) -> list[list[int]]:
+    """Argmax set ``C_i`` of each token under ``A = v v^T`` (the exact characterisation)."""
+    X, v = _tokens(X), as_exact(v, "v")
+    if v.shape != (X.shape[1],):
+        raise ValueError(f"v must have shape ({X.shape[1]},), got {v.shape}")
+    proj = [sum((X[i, k] * v[k] for k in range(X.shape[1])), Fraction(0)) for i in range(X.shape[0])]
+    top = [l for l, p in enumerate(proj) if p == max(proj)]
+    bottom = [l for l, p in enumerate(proj) if p == min(proj)]
+    return [top if p > 0 else bottom if p < 0 else list(range(len(proj))) for p in proj]
+
+
+def rank_one_prediction(X: object, v: object) -> np.ndarray:
+    """Lemma (a)'s output: token ``i`` goes to the mean of :func:`rank_one_sets` ``[i]``."""
+    X = _tokens(X)
+    return np.array([_mean(X, C) for C in rank_one_sets(X, v)], dtype=object)
+
+
+def rank_one_violations(X: object, v: object) -> list[str]:
+    """The hypotheses of Lemma (a) that fail: ``<v, x_i> != 0`` for all ``i``, and a unique token
+    of largest (smallest) projection when some projection is positive (negative). Empty when
+    the lemma applies."""
+    X, v = _tokens(X), as_exact(v, "v")
+    proj = [sum((X[i, k] * v[k] for k in range(X.shape[1])), Fraction(0)) for i in range(X.shape[0])]
+    problems = [f"<v, x_{i}> = 0" for i, p in enumerate(proj) if p == 0]
+    if any(p > 0 for p in proj) and proj.count(max(proj)) > 1:
+        problems.append(f"{proj.count(max(proj))} tokens tie for the largest <v, x>")
+    if any(p < 0 for p in proj) and proj.count(min(proj)) > 1:
+        problems.append(f"{proj.count(min(proj))} tokens tie for the smallest <v, x>")
+    return problems
+
+
+def box_sets(X: object, R: object) -> list[list[int]]:
+    """Argmax set of each token under ``A = I`` for tokens in ``[0, R]^d`` that contain the corner
+    ``R 1``: ``C_i = {l : x_lk = R wherever x_ik > 0}``. Raises if the setting does not hold."""
+    X, R = _tokens(X), as_exact(R, "R").item()
+    if R <= 0:
+        raise ValueError(f"R must be positive, got {R}")
+    if any(x < 0 or x > R for x in X.flat):
+        raise ValueError("a token lies outside the box [0, R]^d: the box characterisation does not apply")
+    if not any(all(x == R for x in row) for row in X):
+        raise ValueError("no token sits at the corner R 1")
+    n, d = X.shape
+    return [[l for l in range(n) if all(X[l, k] == R for k in range(d) if X[i, k] > 0)] for i in range(n)]
+
+
+def box_prediction(X: object, R: object) -> np.ndarray:
+    """Lemma (b)'s output: token ``i`` goes to the mean of :func:`box_sets` ``[i]``."""
+    X = _tokens(X)
+    return np.array([_mean(X, C) for C in box_sets(X, R)], dtype=object)
+
+
+def box_violations(X: object, R: object) -> list[str]:
+    """Why Lemma (b) (every token collapses onto ``R 1``) fails, empty when it holds: a token
+    outside ``[0, R]^d``, no corner token, or a token ``x_i`` and a token ``x_j != R 1`` with
+    ``x_jk = R`` on all of ``supp(x_i)`` (a tie with the corner)."""
+    X, R = _tokens(X), as_exact(R, "R").item()
+    outside = [i for i in range(X.shape[0]) if any(x < 0 or x > R for x in X[i])]
+    if outside:
+        return [f"x_{i} lies outside [0, R]^d" for i in outside]
+    if not any(all(x == R for x in row) for row in X):
+        return ["no token sits at the corner R 1"]
+    corner = [R] * X.shape[1]
+    return [
+        f"x_{i} ties the corner with x_{j}" for i, C in enumerate(box_sets(X, R)) for j in C if list(X[j]) != corner
+    ]
+
+
+def outermost_tokens(X: object) -> list[int]:
+    """Indices of the tokens of largest Euclidean norm (those Lemma (c) keeps fixed)."""
+    X = _tokens(X)
+    norms = [sum((x * x for x in row), Fraction(0)) for row in X]
+    return [i for i, r in enumerate(norms) if r == max(norms)]
+
+
+# --------------------------------------------------------------------------------------------
+# random admissible instances
+# --------------------------------------------------------------------------------------------
+
+
+def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: int = 4, den: int = 8) -> np.ndarray:
+    """Object array of Fractions ``p / q``: ``q`` uniform in ``{1..den}``, then ``p`` uniform in
+    ``{-bound q, ..., bound q}`` (so the value lies in ``[-bound, bound]``)."""
+    q = torch.randint(1, den + 1, shape, generator=generator)
+    p = (torch.rand(shape, generator=generator, dtype=torch.float64) * (2 * bound * q + 1)).floor().long() - bound * q
+    out = np.empty(shape, dtype=object)
+    for idx in np.ndindex(*shape):
+        out[idx] = Fraction(int(p[idx]), int(q[idx]))
+    return out
+
+
+def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Random ``(X [n, d], v [d])`` satisfying Lemma (a)'s hypotheses (redrawn until they do)."""
+    while True:
+        X = random_rationals((n, d), generator)
+        v = random_rationals((d,), generator, bound=3, den=3)
+        if any(x != 0 for x in v) and not rank_one_violations(X, v):
+            return X, v
+
+
+def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
+    """Random ``(X [n, d], R)``: the corner ``R 1`` and ``n - 1`` other distinct tokens in
+    ``(0, R]^d`` (all coordinates positive, the sufficient hypothesis of Lemma (b)), shuffled."""
+    R = Fraction(int(torch.randint(1, 6, (), generator=generator)), int(torch.randint(1, 4, (), generator=generator)))
+    rows = [[R] * d]
+    while len(rows) < n:
+        q = torch.randint(1, 9, (d,), generator=generator)
+        p = (torch.rand((d,), generator=generator) * q).floor().long() + 1  # 1..q: p / q in (0, 1]
+        row = [R * Fraction(int(p[k]), int(q[k])) for k in range(d)]
+        if row not in rows:
+            rows.append(row)
+    order = torch.randperm(n, generator=generator).tolist()
+    return np.array([rows[k] for k in order], dtype=object).reshape(n, d), R
+
+
+def random_grid_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
+    """Random tokens on the grid ``{0, R/2, R}^d`` plus the corner: faces and zeros are common,
+    so ties with the corner happen (to test the exact characterisation, not the lemma)."""
+    R = Fraction(2)
+    grid = torch.randint(0, 3, (n - 1, d), generator=generator)
+    X = np.empty((n, d), dtype=object)
+    X[0] = [R] * d
+    for i in range(n - 1):
+        X[i + 1] = [Fraction(int(g)) for g in grid[i]]
+    return X, R
+
+
+def rational_sphere_point(t: object, R: object) -> np.ndarray:
+    """Rational point of the sphere ``|x| = R`` in ``R^{len(t)+1}`` by inverse stereographic
+    projection: ``x = R (2 t, |t|^2 - 1) / (|t|^2 + 1)`` (rational for rational ``t`` and ``R``)."""
+    t, R = as_exact(t, "t"), as_exact(R, "R").item()
+    s = sum((x * x for x in t), Fraction(0))
+    return np.array([R * 2 * x / (s + 1) for x in t] + [R * (s - 1) / (s + 1)], dtype=object)
+
+
+def random_sphere_instance(
+    n_sphere: int, n_inside: int, d: int, generator: torch.Generator
+) -> tuple[np.ndarray, Fraction]:
+    """Random ``(X, R)``: ``n_sphere`` distinct rational points on the sphere ``|x| = R`` and
+    ``n_inside`` rational points with ``|x| < R`` (sphere points first)."""
+    R = Fraction(int(torch.randint(1, 5, (), generator=generator)))
+    on = []
+    while len(on) < n_sphere:
+        p = rational_sphere_point(random_rationals((d - 1,), generator, bound=3, den=5), R)
+        if not any(list(p) == list(q) for q in on):
+            on.append(p)
+    inside = []
+    while len(inside) < n_inside:
+        p = random_rationals((d,), generator, bound=int(R), den=6)
+        if sum(x * x for x in p) < R * R:
+            inside.append(p)
+    return np.array(on + inside, dtype=object).reshape(n_sphere + n_inside, d), R

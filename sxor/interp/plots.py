@@ -1,0 +1,59 @@
+"""Matplotlib drawings of 2-D token clouds shared by the Part II chapters."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .clustering import convex_hull_2d
+from .layers import Array
+
+
+def _float(a: Array) -> np.ndarray:
+    return np.asarray(a.detach().cpu() if hasattr(a, "detach") else a, dtype=np.float64)
+
+
+def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: bool = True, title: str | None = None):
+    """Draw the paths ``traj [steps + 1, n, 2]`` of 2-D tokens: grey paths, initial tokens (blue),
+    final tokens (red), the given leaders (stars) and the convex hull of the initial cloud."""
+    T = _float(traj)
+    if T.ndim != 3 or T.shape[-1] != 2:
+        raise ValueError(f"traj must have shape [steps + 1, n, 2], got {T.shape}")
+    for i in range(T.shape[1]):
+        ax.plot(T[:, i, 0], T[:, i, 1], color="0.7", lw=0.8, zorder=1)
+    ax.scatter(T[0, :, 0], T[0, :, 1], s=14, color="tab:blue", label="initial tokens", zorder=2)
+    ax.scatter(T[-1, :, 0], T[-1, :, 1], s=40, color="tab:red", marker="x", label="after the last layer", zorder=3)
+    if leaders:
+        ax.scatter(T[0, leaders, 0], T[0, leaders, 1], s=160, facecolor="none", edgecolor="k", marker="*",
+                   label="leaders", zorder=4)
+    if hull and T.shape[1] >= 3:
+        H = convex_hull_2d(T[0])
+        ring = T[0, H + H[:1]]
+        ax.plot(ring[:, 0], ring[:, 1], "k--", lw=0.8, label="convex hull", zorder=1)
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    ax.set_aspect("equal", adjustable="datalim")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_before_after(ax, X: Array, Y: Array, *, title: str | None = None, highlight: list[int] | None = None):
+    """Draw one layer ``X -> Y`` of 2-D tokens: arrows from each token to its image, ``X`` in blue,
+    ``Y`` in red, and the tokens in ``highlight`` circled."""
+    X, Y = _float(X), _float(Y)
+    if X.shape != Y.shape or X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"X and Y must both have shape [n, 2], got {X.shape} and {Y.shape}")
+    for x, y in zip(X, Y):
+        if np.any(x != y):
+            ax.annotate("", xy=y, xytext=x, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8})
+    ax.scatter(X[:, 0], X[:, 1], s=18, color="tab:blue", label="before", zorder=2)
+    ax.scatter(Y[:, 0], Y[:, 1], s=60, color="tab:red", marker="x", label="after", zorder=3)
+    if highlight:
+        ax.scatter(X[highlight, 0], X[highlight, 1], s=180, facecolor="none", edgecolor="k", label="hypothesis fails",
+                   zorder=4)
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    ax.set_aspect("equal", adjustable="datalim")
+    if title:
+        ax.set_title(title)
+    return ax

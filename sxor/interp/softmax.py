@@ -1,0 +1,330 @@
+"""Softmax attention near hardmax, and ReLU "snap" layers that finish a collapse exactly.
+
+This book's derivation (chapter "Softmax collapse"; the paper's text was not available). For a
+query ``i`` let ``C_i`` be the hardmax argmax set, ``k_i = |C_i|``, and ``g_i > 0`` the *score
+gap*: the largest score minus the largest score outside ``C_i``. The softmax weight outside
+``C_i`` is
+
+``eps_i(tau) = sum_{l not in C_i} pi_il <= (n - k_i) e^{-g_i/tau} / (k_i + (n - k_i) e^{-g_i/tau})
+<= ((n - k_i) / k_i) e^{-g_i/tau}``,
+
+and, because the weights on ``C_i`` are equal, the softmax output differs from the hardmax one
+by exactly ``eps_i V (xbar_i - m_i)`` with ``m_i`` the mean of ``C_i`` and ``xbar_i`` the
+softmax-weighted mean outside ``C_i``.
+
+A snap layer (``eta = 0``, width 3) maps the slab ``|<v, x> - s| <= h`` exactly onto a point
+``p`` and the rest of space onto the line ``p + R q``:
+
+``snap(x) = p + q [relu(<v, x> - s - h) - relu(s - h - <v, x>)]``.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import mpmath
+import numpy as np
+import torch
+
+from .layers import (
+    Array,
+    Scalar,
+    _check_tau,
+    _fractions,
+    as_exact,
+    attention_scores,
+    attention_weights,
+    is_exact,
+    self_attention,
+)
+
+# --------------------------------------------------------------------------------------------
+# softmax -> hardmax: gaps, weights, bounds
+# --------------------------------------------------------------------------------------------
+
+
+def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
+    """For each query of one sequence ``X [n, d]``: the size ``k_i`` of its argmax set and its
+    score gap ``g_i`` (``math.inf`` when every score ties). Exact (Fractions) for exact ``X``."""
+    S = attention_scores(X, A)
+    if S.ndim != 2:
+        raise ValueError(f"score_gaps takes one sequence X [n, d], got scores of shape {tuple(S.shape)}")
+    rows = S.tolist()
+    sizes, gaps = [], []
+    for row in rows:
+        top = max(row)
+        rest = [s for s in row if s != top]
+        sizes.append(len(row) - len(rest))
+        gaps.append(top - max(rest) if rest else math.inf)
+    return sizes, gaps
+
+
+def log_nonmax_weight(X: Array, A: Array, tau: float) -> torch.Tensor:
+    """``log eps_i(tau)`` per query, ``eps_i`` the softmax weight outside the hardmax argmax set,
+    computed by log-sum-exp in float64 (no underflow even when ``eps_i < 1e-300``); ``-inf``
+    when every score ties. The argmax sets are exact for exact ``X``."""
+    tau = _check_tau(tau)
+    if tau == 0:
+        raise ValueError("tau must be > 0 (at tau = 0 the weight outside the argmax set is 0)")
+    S = attention_scores(X, A)
+    top = np.equal(S, S.max(axis=-1, keepdims=True)) if is_exact(X) else None
+    S = torch.as_tensor(np.asarray(S, dtype=np.float64)) if isinstance(S, np.ndarray) else S.to(torch.float64)
+    top = torch.as_tensor(top) if top is not None else S == S.amax(-1, keepdim=True)
+    z = S / float(tau)
+    return torch.logsumexp(z.masked_fill(top, -math.inf), dim=-1) - torch.logsumexp(z, dim=-1)
+
+
+def log_nonmax_weight_bound(n: int, k: object, gap: object, tau: float) -> torch.Tensor:
+    """Log of the worst case of ``eps_i`` over all score rows with ``k`` maximisers and gap
+    ``gap``: ``log[(n - k) e^{-gap/tau} / (k + (n - k) e^{-gap/tau})]``, attained when every
+    other score is exactly ``gap`` below the top. In logs, so it never underflows; ``-inf`` when
+    ``k = n`` (everything ties, softmax is hardmax). Accepts scalars or tensors for ``k``, ``gap``."""
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
+    k = torch.as_tensor(k, dtype=torch.float64)
+    gap = torch.as_tensor(gap, dtype=torch.float64)
+    if bool((k < 1).any()) or bool((k > n).any()):
+        raise ValueError(f"k must lie in [1, n] = [1, {n}]")
+    if bool((gap <= 0).any()):
+        raise ValueError("gap must be > 0 (the gap between the top score and the next one)")
+    log_e = torch.log(n - k) - gap / tau  # log of (n - k) e^{-gap/tau}
+    return log_e - torch.logaddexp(torch.log(k), log_e)
+
+
+def softmax_deviation(X: Array, A: Array, rho: Scalar, V: Array, tau: float) -> torch.Tensor:
+    """``|SA_tau(X)_i - SA_0(X)_i|`` (Euclidean, float64) per token: distance from hardmax."""
+    Xf = torch.as_tensor(np.asarray(X, dtype=np.float64)) if isinstance(X, np.ndarray) else X.to(torch.float64)
+    hard = self_attention(X, A, rho, V, 0)
+    hard = torch.as_tensor(np.asarray(hard, dtype=np.float64)) if isinstance(hard, np.ndarray) else hard
+    soft = self_attention(Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau)
+    return (soft - hard.to(soft)).norm(dim=-1)
+
+
+# --------------------------------------------------------------------------------------------
+# snap layers
+# --------------------------------------------------------------------------------------------
+
+
+def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[str, object]:
+    """Parameters of the width-3, ``eta = 0`` feed-forward layer
+    ``snap(x) = p + q [relu(<v, x> - s - h) - relu(s - h - <v, x>)]``, for
+    ``feed_forward(X, **params)``.
+
+    On the slab ``|<v, x> - s| <= h`` both ReLUs are off, so the output is exactly ``p`` (in
+    float too: the two products are ``0`` and ``p * 1``). Exact parameters (Fractions) when
+    every argument is rational, float64 numpy arrays otherwise.
+    """
+    try:
+        v, p, q = as_exact(v, "v"), as_exact(p, "p"), as_exact(q, "q")
+        s, h = as_exact(s, "s").item(), as_exact(h, "h").item()
+        one, zero = Fraction(1), Fraction(0)
+        exact = True
+    except ValueError:
+        v, p, q = (np.asarray(a, dtype=np.float64) for a in (v, p, q))
+        s, h, one, zero = float(s), float(h), 1.0, 0.0
+        exact = False
+    d = v.shape[0] if v.ndim == 1 else -1
+    if v.ndim != 1 or p.shape != (d,) or q.shape != (d,):
+        raise ValueError(f"v, p, q must be vectors of one length d, got shapes {v.shape}, {p.shape}, {q.shape}")
+    if h <= 0:
+        raise ValueError(f"h (the half-width of the slab) must be > 0, got {h}")
+    if all(x == 0 for x in v):
+        raise ValueError("v must be nonzero (the direction across the slab)")
+    U = np.stack([v, -v, np.full(d, zero, dtype=v.dtype)])
+    b = np.array([-(s + h), s - h, one], dtype=v.dtype)
+    W = np.stack([q, -q, p], axis=1)
+    return {"eta": zero, "W": W, "U": U, "b": b}
+
+
+def snap_temperature_bound(
+    X: Array, A: Array, rho: Scalar, V: Array, v: object, s: float, h: float, tokens: list[int],
+    kind: str = "gap",
+) -> float:
+    """Largest ``tau`` for which a bound guarantees that every token in ``tokens`` leaves the
+    softmax layer inside the slab ``|<v, y> - s| <= h``. With ``a_i = |<v, y_i^0> - s|`` for the
+    hardmax image ``y_i^0`` and the exact identity ``y_i^tau - y_i^0 = sum_{l not in C_i} pi_il
+    V (x_l - m_i)``:
+
+    * ``kind="gap"`` (closed form): with ``D_i = max_{l not in C_i} |<v, V (x_l - m_i)>|`` and
+      ``r_i = (h - a_i) / D_i``, the worst-case ``eps_i`` is at most ``r_i`` as soon as
+      ``tau <= g_i / log((n - k_i)(1 - r_i) / (r_i k_i))``.
+    * ``kind="per-token"``: ``pi_il <= e^{-(s_top - s_il)/tau} / k_i`` for each ``l``, so the
+      shift along ``v`` is at most ``B_i(tau) = (1/k_i) sum_{l not in C_i} |<v, V (x_l - m_i)>|
+      e^{-(s_top - s_il)/tau}``, increasing in ``tau``; the largest ``tau`` with
+      ``B_i(tau) <= h - a_i`` is found by bisection (to relative ``1e-12``).
+
+    Returns ``math.inf`` when every ``tau`` works; raises when a hardmax image already lies
+    outside the slab.
+    """
+    if kind not in ("gap", "per-token"):
+        raise ValueError(f"kind must be 'gap' or 'per-token', got {kind!r}")
+    Xf = np.asarray(X, dtype=np.float64)
+    Vf, vf = np.asarray(V, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    hard = np.asarray(self_attention(X, A, rho, V, 0), dtype=np.float64)
+    pi = np.asarray(attention_weights(X, A, 0), dtype=np.float64)
+    S = np.asarray(attention_scores(X, A), dtype=np.float64)
+    sizes, gaps = score_gaps(X, A)
+    n = Xf.shape[0]
+    best = math.inf
+    for i in tokens:
+        a = abs(float(vf @ hard[i]) - float(s))
+        if a > h:
+            raise ValueError(f"the hardmax image of token {i} is already outside the slab")
+        if sizes[i] == n:
+            continue  # all scores tie: softmax equals hardmax
+        outside = [l for l in range(n) if pi[i, l] == 0]
+        m = pi[i] @ Xf
+        shift = np.array([abs(float(vf @ Vf @ (Xf[l] - m))) for l in outside])
+        room = float(h) - a
+        if kind == "gap":
+            D = shift.max()
+            r = room / D if D > 0 else math.inf
+            arg = (n - sizes[i]) * (1 - r) / (r * sizes[i]) if r < 1 else 0.0
+            if arg > 1:
+                best = min(best, float(gaps[i]) / math.log(arg))
+            continue
+        drops = S[i].max() - S[i, outside]
+
+        def bound(tau: float) -> float:
+            return float((shift * np.exp(-drops / tau)).sum()) / sizes[i]
+
+        if bound(1e300) <= room:
+            continue
+        lo, hi = 1e-300, 1.0
+        while bound(hi) <= room:
+            lo, hi = hi, hi * 2
+        while hi - lo > 1e-12 * hi:
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if bound(mid) <= room else (lo, mid)
+        best = min(best, lo)
+    return best
+
+
+def lands_in_slab(X: Array, A: Array, rho: Scalar, V: Array, tau: float, v: object, s: float, h: float, tokens: list[int]) -> bool:
+    """Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab."""
+    Xf = torch.as_tensor(np.asarray(X, dtype=np.float64))
+    out = self_attention(Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau)
+    proj = out[tokens] @ torch.as_tensor(np.asarray(v, dtype=np.float64))
+    return bool(((proj - float(s)).abs() <= float(h)).all())
+
+
+def largest_snapping_temperature(
+    X: Array, A: Array, rho: Scalar, V: Array, v: object, s: float, h: float, tokens: list[int],
+    tau_min: float = 1e-4, tau_max: float = 1e2, num: int = 121, refine: int = 40,
+) -> float:
+    """Measured threshold: the largest ``tau`` such that :func:`lands_in_slab` holds at ``tau`` and at
+    every smaller point of a log grid ``[tau_min, tau_max]``, refined by bisection between the
+    last success and the first failure. Raises if even ``tau_min`` fails; returns ``tau_max`` if
+    no grid point fails."""
+    grid = np.geomspace(tau_min, tau_max, num)
+    ok = [lands_in_slab(X, A, rho, V, float(t), v, s, h, tokens) for t in grid]
+    if not ok[0]:
+        raise ValueError(f"the snap already fails at tau_min = {tau_min}")
+    if all(ok):
+        return float(tau_max)
+    first_fail = ok.index(False)
+    lo, hi = float(grid[first_fail - 1]), float(grid[first_fail])
+    for _ in range(refine):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if lands_in_slab(X, A, rho, V, mid, v, s, h, tokens) else (lo, mid)
+    return lo
+
+
+# --------------------------------------------------------------------------------------------
+# rigorous enclosures: softmax in interval arithmetic, FF layers on boxes, all with rational ends
+# --------------------------------------------------------------------------------------------
+
+
+def _to_interval(x: Fraction) -> mpmath.ctx_iv.ivmpf:
+    return mpmath.iv.mpf(x.numerator) / mpmath.iv.mpf(x.denominator)
+
+
+def _mpf_tuple_to_fraction(t: tuple) -> Fraction:
+    sign, man, exp, _ = t
+    if man == 0:
+        if exp != 0:
+            raise ValueError("the enclosure is not finite (increase prec)")
+        return Fraction(0)
+    value = Fraction(man) * (Fraction(2) ** exp)
+    return -value if sign else value
+
+
+def _interval_ends(x: mpmath.ctx_iv.ivmpf) -> tuple[Fraction, Fraction]:
+    lo, hi = x._mpi_
+    return _mpf_tuple_to_fraction(lo), _mpf_tuple_to_fraction(hi)
+
+
+def softmax_attention_enclosure(
+    X: object, A: object, rho: object, V: object, tau: object, prec: int = 200
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rigorous bounds ``lo <= SA_tau(X) <= hi`` (entrywise, exact Fractions) on the softmax
+    self-attention of one exact sequence ``X [n, d]``, for rational ``tau > 0``.
+
+    The scores are exact; ``pi_il = 1 / sum_k exp((s_ik - s_il) / tau)`` and the sums are
+    evaluated in ``mpmath.iv`` interval arithmetic at ``prec`` bits (outward rounding), so the
+    true output lies in the box. Its width is about ``n 2^-prec`` times the token size.
+    """
+    X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
+    rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape [n, d], got {X.shape}")
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0 for softmax, got {tau}")
+    if V.shape != (X.shape[1],) * 2:
+        raise ValueError(f"V must have shape {(X.shape[1],) * 2}, got {V.shape}")
+    S = attention_scores(X, A)
+    n, d = X.shape
+    lo, hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
+    saved, mpmath.iv.prec = mpmath.iv.prec, int(prec)
+    try:
+        Xi = [[_to_interval(x) for x in row] for row in X]
+        Vi = [[_to_interval(x) for x in row] for row in V]
+        for i in range(n):
+            pi = [1 / sum(mpmath.iv.exp(_to_interval((S[i, k] - S[i, l]) / tau)) for k in range(n)) for l in range(n)]
+            mean = [sum(pi[l] * Xi[l][c] for l in range(n)) for c in range(d)]
+            for r in range(d):
+                y = _to_interval(rho) * Xi[i][r] + sum(Vi[r][c] * mean[c] for c in range(d))
+                lo[i, r], hi[i, r] = _interval_ends(y)
+    finally:
+        mpmath.iv.prec = saved
+    return lo, hi
+
+
+def feed_forward_enclosure(
+    lo: object, hi: object, eta: object, W: object, U: object, b: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact interval image of the box ``[lo, hi]`` (per token) under ``FF(x) = eta x + W relu(Ux + b)``.
+
+    Interval arithmetic with Fraction endpoints: each pre-activation ``U_k x + b_k`` is bounded
+    by choosing ``lo`` or ``hi`` by the sign of ``U_kj``, ReLU is monotone, and the output sums
+    are bounded by the signs of ``W`` and ``eta``. When ``eta = 0`` and every hidden unit that
+    ``W`` uses is constant on the box (e.g. a snap layer on its slab), ``lo == hi``: the exact
+    output of every point of the box.
+    """
+    lo, hi = as_exact(lo, "lo"), as_exact(hi, "hi")
+    W, U, b, eta = as_exact(W, "W"), as_exact(U, "U"), as_exact(b, "b"), as_exact(eta, "eta").item()
+    if lo.shape != hi.shape or lo.ndim != 2:
+        raise ValueError(f"lo and hi must have one shape [n, d], got {lo.shape} and {hi.shape}")
+    if any(a > c for a, c in zip(lo.flat, hi.flat)):
+        raise ValueError("lo must be <= hi entrywise")
+    n, d = lo.shape
+    w = U.shape[0]
+    if U.shape != (w, d) or b.shape != (w,) or W.shape != (d, w):
+        raise ValueError(f"need U [w, d], b [w], W [d, w] with d = {d}; got {U.shape}, {b.shape}, {W.shape}")
+
+    def affine(coef, const, lo_row, hi_row):  # bounds of sum_j coef_j x_j + const over the box
+        low = const + sum((c * (lo_row[j] if c >= 0 else hi_row[j]) for j, c in enumerate(coef)), Fraction(0))
+        high = const + sum((c * (hi_row[j] if c >= 0 else lo_row[j]) for j, c in enumerate(coef)), Fraction(0))
+        return low, high
+
+    out_lo, out_hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
+    for i in range(n):
+        hidden = [affine(U[k], b[k], lo[i], hi[i]) for k in range(w)]
+        hidden = [(max(a, Fraction(0)), max(c, Fraction(0))) for a, c in hidden]
+        h_lo, h_hi = [a for a, _ in hidden], [c for _, c in hidden]
+        for r in range(d):
+            low, high = affine(W[r], Fraction(0), h_lo, h_hi)
+            e_lo, e_hi = (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
+            out_lo[i, r], out_hi[i, r] = low + e_lo, high + e_hi
+    return _fractions(out_lo), _fractions(out_hi)
