@@ -6,7 +6,7 @@ Each head has a query ``theta in R^m`` and attends over the ``d`` positions thro
 .. math::  \\gamma = \\phi(V\\theta), \\qquad f(x) = -(\\gamma\\cdot x)(\\tilde\\gamma\\cdot x),
 
 where ``phi`` is the attention map. ``kind="softmax"`` is the paper's exact softmax
-``gamma_i = exp(s_i) / sum_j exp(s_j)``. Other kinds are registered in :data:`ATTENTION_KINDS`;
+``gamma_i = exp(s_i) / sum_j exp(s_j)``. Other kinds are registered in ``ATTENTION_KINDS``;
 each one supplies its weights and the pullback (vector-Jacobian product) needed by the
 closed-form population gradient.
 """
@@ -39,12 +39,63 @@ def _softmax_pullback(scores: torch.Tensor, weights: torch.Tensor, u: torch.Tens
     return weights * (u - (weights * u).sum(-1, keepdim=True))
 
 
+def _linear_weights(scores: torch.Tensor) -> torch.Tensor:
+    # First-order Taylor expansion of softmax at s = 0: gamma = (1 + s - mean(s)) / d.
+    d = scores.shape[-1]
+    return (1 + scores - scores.mean(-1, keepdim=True)) / d
+
+
+def _linear_pullback(scores: torch.Tensor, weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    # J = (I - 11^T / d) / d is constant and symmetric, so J^T u = (u - mean(u)) / d.
+    return (u - u.mean(-1, keepdim=True)) / scores.shape[-1]
+
+
+_SQRT2 = 2.0**0.5
+
+
+def _log_one_plus_erf(scores: torch.Tensor) -> torch.Tensor:
+    # 1 + erf(s) = 2 Phi(sqrt(2) s), and log Phi is evaluated stably by log_ndtr (no underflow).
+    return torch.special.log_ndtr(_SQRT2 * scores) + torch.log(torch.tensor(2.0, dtype=scores.dtype))
+
+
+def _erf_gain(scores: torch.Tensor) -> torch.Tensor:
+    # d/ds log(1 + erf(s)) = (2/sqrt(pi)) exp(-s^2) / (1 + erf(s)), in log space for stability.
+    log_density = -(scores**2) + torch.log(torch.tensor(2.0 / torch.pi**0.5, dtype=scores.dtype))
+    return torch.exp(log_density - _log_one_plus_erf(scores))
+
+
+def _erf_weights(scores: torch.Tensor) -> torch.Tensor:
+    # (1 + erf(s_i)) / sum_j (1 + erf(s_j)) = softmax(log(1 + erf(s))).
+    return torch.softmax(_log_one_plus_erf(scores), dim=-1)
+
+
+def _erf_pullback(scores: torch.Tensor, weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    # Chain rule through softmax(w(s)), w = log(1 + erf): J^T u = w'(s) * gamma * (u - <gamma, u>).
+    return _erf_gain(scores) * _softmax_pullback(scores, weights, u)
+
+
 ATTENTION_KINDS: dict[str, AttentionKind] = {
     "softmax": AttentionKind(
         # torch.softmax subtracts the max score first (log-sum-exp), so huge scores stay finite.
         weights=lambda s: torch.softmax(s, dim=-1),
         pullback=_softmax_pullback,
         description="exact softmax: gamma_i = exp(s_i) / sum_j exp(s_j)",
+    ),
+    "linear": AttentionKind(
+        weights=_linear_weights,
+        pullback=_linear_pullback,
+        description=(
+            "linearised softmax: gamma_i = (1 + s_i - mean_j s_j) / d, the first-order Taylor "
+            "expansion of softmax at s = 0; sums to 1, defined for every s, constant Jacobian"
+        ),
+    ),
+    "erf": AttentionKind(
+        weights=_erf_weights,
+        pullback=_erf_pullback,
+        description=(
+            "normalised erf: gamma_i = (1 + erf(s_i)) / sum_j (1 + erf(s_j)); softmax with exp "
+            "replaced by the positive, increasing, saturating 1 + erf"
+        ),
     ),
 }
 

@@ -1,0 +1,348 @@
+"""Training dynamics beyond one population step: multi-step population gradient descent, one
+empirical gradient step on ``n`` samples, mini-batch SGD, and ``k``-sparse parity with ``k`` heads.
+
+Every function works for any registered attention kind (:data:`sxor.ATTENTION_KINDS`) and is
+batched over leading dimensions. Success is always judged with the *population* loss, computed
+in closed form by :func:`sxor.loss_from_weights`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import NamedTuple
+
+import torch
+
+from ._checks import check_embeddings, check_finite, check_query, check_support, check_tensor
+from .data import all_inputs, sparse_xor_labels
+from .metrics import success, target_masses
+from .model import attention_kind, scores
+from .population import OneStepResult, _checked, _grad, loss_from_weights
+
+
+def _check_eta(eta: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    eta = torch.as_tensor(eta, dtype=like.dtype, device=like.device)
+    check_finite("eta", eta)
+    if bool((eta < 0).any()):
+        raise ValueError("eta must be non-negative (a gradient *descent* step)")
+    return eta
+
+
+def _check_steps(steps: int) -> None:
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"steps must be a positive integer, got steps={steps}")
+
+
+class Trajectory(NamedTuple):
+    """Population gradient descent, recorded at every step ``t = 0, ..., T``."""
+
+    loss: torch.Tensor  #: population loss, ``[T + 1, ...]``
+    masses: torch.Tensor  #: ``M[t, ..., head, target]`` as in :func:`sxor.metrics.target_masses`, ``[T + 1, ..., 2, 2]``
+    success: torch.Tensor  #: the success criterion of :mod:`sxor.metrics` at each step, ``[T + 1, ...]``
+    theta: torch.Tensor  #: final query of the first head, ``[..., m]``
+    theta_tilde: torch.Tensor  #: final query of the second head, ``[..., m]``
+
+
+def population_descent(
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    theta_tilde0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float | torch.Tensor,
+    steps: int,
+    kind: str = "softmax",
+) -> Trajectory:
+    """``T = steps`` steps of population gradient descent with a constant step size ``eta``:
+
+    ``theta_{t+1} = theta_t - eta dL/dtheta(theta_t, theta~_t)`` and the same for ``theta~``,
+    with the exact gradient of :func:`sxor.population_grad`. ``eta`` is a float or a tensor
+    broadcasting against the batch shape (one step size per instance).
+    """
+    _check_steps(steps)
+    _checked(V, theta0, theta_tilde0, support)
+    eta = _check_eta(eta, theta0).unsqueeze(-1)
+    phi = attention_kind(kind)
+    theta, theta_tilde = theta0, theta_tilde0
+    losses, masses, wins = [], [], []
+    for t in range(steps + 1):
+        g, h = phi.weights(scores(V, theta)), phi.weights(scores(V, theta_tilde))
+        loss = loss_from_weights(g, h, support)
+        losses.append(loss)
+        masses.append(target_masses(g, h, support))
+        wins.append(success(loss, g, h, support))
+        if t < steps:
+            # A diverging run (too large eta) turns non-finite and stays so; it is recorded, not raised.
+            grad, grad_tilde = _grad(V, theta, theta_tilde, support, phi)
+            theta, theta_tilde = theta - eta * grad, theta_tilde - eta * grad_tilde
+    return Trajectory(torch.stack(losses), torch.stack(masses), torch.stack(wins), theta, theta_tilde)
+
+
+def first_success(success_per_step: torch.Tensor) -> torch.Tensor:
+    """Index of the first ``True`` along the leading (time) axis, or ``-1`` where there is none."""
+    check_tensor("success_per_step", success_per_step, 1)
+    T = success_per_step.shape[0]
+    steps = torch.arange(T, device=success_per_step.device).view(T, *([1] * (success_per_step.dim() - 1)))
+    first = torch.where(success_per_step, steps, T).amin(0)
+    return torch.where(first < T, first, -1)
+
+
+def empirical_grad(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    V: torch.Tensor,
+    theta: torch.Tensor,
+    theta_tilde: torch.Tensor,
+    kind: str = "softmax",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact gradient of the empirical loss ``L_n = 1/(2n) sum_k (f(x_k) - y_k)^2``, in ``O(n d)``.
+
+    With ``r_k = f(x_k) - y_k``: ``dL_n/dg = -(1/n) sum_k r_k (h . x_k) x_k`` and
+    ``dL_n/dh = -(1/n) sum_k r_k (g . x_k) x_k``, then ``dL_n/dtheta = V^T J_phi(s)^T dL_n/dg``.
+    ``x [..., n, d]``, ``y [..., n]``.
+    """
+    d, m = check_embeddings(V)
+    check_query("theta", theta, m)
+    check_query("theta_tilde", theta_tilde, m)
+    check_tensor("x", x, 2)
+    if x.shape[-1] != d:
+        raise ValueError(f"x has last dimension {x.shape[-1]} but the embeddings have d={d}")
+    if y.shape[-1:] != x.shape[-2:-1]:
+        raise ValueError(f"y must have shape [..., n] with n={x.shape[-2]}, got {tuple(y.shape)}")
+    phi = attention_kind(kind)
+    s, s_tilde = scores(V, theta), scores(V, theta_tilde)
+    g, h = phi.weights(s), phi.weights(s_tilde)
+    x = x.to(g.dtype)
+    xg, xh = (x @ g.unsqueeze(-1)).squeeze(-1), (x @ h.unsqueeze(-1)).squeeze(-1)
+    n = x.shape[-2]
+    residual = -xg * xh - y
+    du_g = -((residual * xh).unsqueeze(-2) @ x).squeeze(-2) / n
+    du_h = -((residual * xg).unsqueeze(-2) @ x).squeeze(-2) / n
+    r, r_tilde = phi.pullback(s, g, du_g), phi.pullback(s_tilde, h, du_h)
+    Vt = V.transpose(-1, -2)
+    return (Vt @ r.unsqueeze(-1)).squeeze(-1), (Vt @ r_tilde.unsqueeze(-1)).squeeze(-1)
+
+
+def _after_step(V, theta, theta_tilde, support, phi) -> OneStepResult:
+    g, h = phi.weights(scores(V, theta)), phi.weights(scores(V, theta_tilde))
+    return OneStepResult(theta, theta_tilde, loss_from_weights(g, h, support), g, h)
+
+
+def empirical_one_step(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float | torch.Tensor,
+    kind: str = "softmax",
+) -> OneStepResult:
+    """One *empirical* gradient step from ``(theta0, -theta0)`` on the samples ``(x, y)``, judged
+    by the *population* loss afterwards: ``theta1 = theta0 - eta dL_n/dtheta``."""
+    eta = _check_eta(eta, theta0).unsqueeze(-1)
+    check_support(support, V.shape[-2])
+    grad, grad_tilde = empirical_grad(x, y, V, theta0, -theta0, kind)
+    theta1, theta_tilde1 = theta0 - eta * grad, -theta0 - eta * grad_tilde
+    return _after_step(V, theta1, theta_tilde1, support, attention_kind(kind))
+
+
+def sample_batch(
+    n: int,
+    support: torch.Tensor,
+    d: int,
+    *,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` fresh samples for each of ``S`` supports ``support [S, 2]``: ``x [S, n, d]``, ``y [S, n]``.
+
+    The batched form of :func:`sxor.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
+    :func:`sxor.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
+    """
+    check_support(support, d)
+    if support.dim() != 2:
+        raise ValueError(f"support must have shape [S, 2], got {tuple(support.shape)}")
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got n={n}")
+    bits = torch.randint(0, 2, (support.shape[0], n, d), generator=generator, dtype=torch.int8, device=device)
+    x = (1 - 2 * bits).to(dtype)
+    return x, sparse_xor_labels(x, support)
+
+
+class SGDRun(NamedTuple):
+    """Mini-batch SGD, recorded at every step ``t = 0, ..., T``."""
+
+    loss: torch.Tensor  #: population loss after ``t`` steps, ``[T + 1, S]``
+    success: torch.Tensor  #: success criterion after ``t`` steps, ``[T + 1, S]``
+
+
+def minibatch_sgd(
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float,
+    batch_size: int,
+    steps: int,
+    *,
+    generator: torch.Generator | None = None,
+    kind: str = "softmax",
+) -> SGDRun:
+    """Mini-batch SGD from ``(theta0, -theta0)`` for a batch of ``S`` instances (``V [S, d, m]``,
+    ``theta0 [S, m]``, ``support [S, 2]``): each step draws ``batch_size`` fresh samples per
+    instance and takes ``theta <- theta - eta dL_B/dtheta``. After ``t`` steps the model has seen
+    ``t * batch_size`` samples."""
+    _check_steps(steps)
+    if int(batch_size) != batch_size or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+    d, _ = check_embeddings(V)
+    eta_t = _check_eta(eta, theta0)
+    phi = attention_kind(kind)
+    theta, theta_tilde = theta0, -theta0
+    losses, wins = [], []
+    for t in range(steps + 1):
+        state = _after_step(V, theta, theta_tilde, support, phi)
+        losses.append(state.loss)
+        wins.append(success(state.loss, state.attention, state.attention_tilde, support))
+        if t < steps:
+            x, y = sample_batch(batch_size, support, d, generator=generator, dtype=V.dtype, device=V.device)
+            grad, grad_tilde = empirical_grad(x, y, V, theta, theta_tilde, kind)
+            theta, theta_tilde = theta - eta_t * grad, theta_tilde - eta_t * grad_tilde
+    return SGDRun(torch.stack(losses), torch.stack(wins))
+
+
+# --- k-sparse parity with k heads -----------------------------------------------------------
+
+
+def parity_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """``y = -prod_{i in S} x_i`` for ``x [..., n, d]`` and ``support [..., k]`` (``k = 2``: sparse XOR)."""
+    support = torch.as_tensor(support, device=x.device)
+    batch = torch.broadcast_shapes(x.shape[:-2], support.shape[:-1])
+    n, d = x.shape[-2:]
+    k = support.shape[-1]
+    picked = x.expand(*batch, n, d).gather(-1, support.unsqueeze(-2).expand(*batch, n, k))
+    return -picked.prod(-1)
+
+
+def parity_predict(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``f(x) = -prod_h (gamma_h . x)`` for ``x [..., n, d]`` and head weights ``[..., k, d]``."""
+    return -(x @ weights.transpose(-1, -2)).prod(-1)
+
+
+def check_parity_support(support: torch.Tensor, d: int) -> None:
+    """``support [..., k]``: integer positions in ``[0, d)``, pairwise distinct."""
+    check_tensor("support", support, 1)
+    if support.is_floating_point() or support.dtype == torch.bool:
+        raise ValueError(f"support must be an integer (long) tensor, got dtype {support.dtype}")
+    if bool(((support < 0) | (support >= d)).any()):
+        raise ValueError(f"support out of range: every index must lie in [0, d) = [0, {d})")
+    k = support.shape[-1]
+    for a, b in itertools.combinations(range(k), 2):
+        if bool((support[..., a] == support[..., b]).any()):
+            raise ValueError("support positions must be pairwise distinct")
+
+
+def parity_population_loss(
+    V: torch.Tensor, thetas: torch.Tensor, support: torch.Tensor, kind: str = "softmax"
+) -> torch.Tensor:
+    """Exact ``1/2 E_x[(f(x) - y)^2]`` for ``k`` heads (``thetas [..., k, m]``) by enumerating all
+    ``2^d`` inputs (``d <= 16``); ``y = -prod_{i in S} x_i``, ``support [..., k]``. Differentiable."""
+    d, m = check_embeddings(V)
+    check_query("thetas", thetas, m)
+    check_parity_support(support, d)
+    if d > 16:
+        raise ValueError(f"exact enumeration is limited to d <= 16, got d={d}")
+    if thetas.shape[-2] != support.shape[-1]:
+        raise ValueError(f"need one head per support position: {thetas.shape[-2]} heads, k={support.shape[-1]}")
+    weights = attention_kind(kind).weights((V.unsqueeze(-3) @ thetas.unsqueeze(-1)).squeeze(-1))
+    x = all_inputs(d, dtype=weights.dtype, device=weights.device)
+    residual = parity_predict(x, weights) - parity_labels(x, support)
+    return 0.5 * (residual**2).mean(-1)
+
+
+def parity_target_masses(weights: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """``M[..., head, target]``: weight of head ``h`` on support position ``t``, ``[..., k, k]``."""
+    k = support.shape[-1]
+    idx = support.to(weights.device).unsqueeze(-2).expand(*weights.shape[:-1], k)
+    return weights.gather(-1, idx)
+
+
+def parity_specialised(masses: torch.Tensor, mass_threshold: float = 0.9) -> torch.Tensor:
+    """True where some one-to-one assignment of heads to targets has every mass ``>= mass_threshold``."""
+    k = masses.shape[-1]
+    hit = masses >= mass_threshold
+    out = torch.zeros(masses.shape[:-2], dtype=torch.bool, device=masses.device)
+    for perm in itertools.permutations(range(k)):
+        ok = torch.ones_like(out)
+        for head, target in enumerate(perm):
+            ok = ok & hit[..., head, target]
+        out = out | ok
+    return out
+
+
+class ParityTrajectory(NamedTuple):
+    """Population gradient descent on ``k``-sparse parity, recorded at every step."""
+
+    loss: torch.Tensor  #: ``[T + 1, ...]``
+    masses: torch.Tensor  #: ``[T + 1, ..., k, k]``
+    success: torch.Tensor  #: loss ``< 0.01`` and one head per target with mass ``>= 0.9``, ``[T + 1, ...]``
+    thetas: torch.Tensor  #: final queries, ``[..., k, m]``
+
+
+def parity_descent(
+    V: torch.Tensor,
+    thetas0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float,
+    steps: int,
+    kind: str = "softmax",
+    *,
+    loss_threshold: float = 0.01,
+    mass_threshold: float = 0.9,
+) -> ParityTrajectory:
+    """``steps`` steps of population gradient descent for ``k`` heads on ``k``-sparse parity, the
+    gradient taken by autograd through the exact enumerated loss :func:`parity_population_loss`."""
+    _check_steps(steps)
+    eta_t = _check_eta(eta, thetas0)
+    phi = attention_kind(kind)
+    thetas = thetas0.detach()
+    losses, masses, wins = [], [], []
+    for t in range(steps + 1):
+        thetas.requires_grad_(True)
+        loss = parity_population_loss(V, thetas, support, kind)
+        with torch.no_grad():
+            weights = phi.weights((V.unsqueeze(-3) @ thetas.unsqueeze(-1)).squeeze(-1))
+            M = parity_target_masses(weights, support)
+            losses.append(loss.detach())
+            masses.append(M)
+            wins.append((loss < loss_threshold) & parity_specialised(M, mass_threshold))
+        if t < steps:
+            (grad,) = torch.autograd.grad(loss.sum(), thetas)
+            thetas = (thetas - eta_t * grad).detach()
+    return ParityTrajectory(torch.stack(losses), torch.stack(masses), torch.stack(wins), thetas.detach())
+
+
+def parity_inits(theta0: torch.Tensor, scheme: str, *, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Three initial queries ``[..., 3, m]`` built from ``theta0 [..., m]`` (unit norm):
+
+    * ``"star"``: ``theta0`` and its rotations by 120 and 240 degrees in a random plane through it
+      (``sum_h theta_h = 0``, the 3-head analogue of ``(theta, -theta)``);
+    * ``"antipodal"``: ``(theta0, -theta0, 0)``;
+    * ``"random"``: ``theta0`` and two further independent uniform directions on the sphere.
+    """
+    m = theta0.shape[-1]
+    if m < 2:
+        raise ValueError(f"three-head inits need m >= 2, got m={m}")
+    if scheme == "antipodal":
+        return torch.stack([theta0, -theta0, torch.zeros_like(theta0)], dim=-2)
+    z = torch.randn(*theta0.shape[:-1], 2, m, generator=generator, dtype=theta0.dtype, device=theta0.device)
+    if scheme == "random":
+        z = z / z.norm(dim=-1, keepdim=True)
+        return torch.cat([theta0.unsqueeze(-2), z], dim=-2)
+    if scheme == "star":
+        u = theta0 / theta0.norm(dim=-1, keepdim=True)
+        w = z[..., 0, :] - (z[..., 0, :] * u).sum(-1, keepdim=True) * u
+        w = w / w.norm(dim=-1, keepdim=True) * theta0.norm(dim=-1, keepdim=True)
+        angles = [0.0, 2 * math.pi / 3, 4 * math.pi / 3]
+        return torch.stack([math.cos(a) * theta0 + math.sin(a) * w for a in angles], dim=-2)
+    raise ValueError(f"unknown init scheme {scheme!r}; choose 'star', 'antipodal' or 'random'")

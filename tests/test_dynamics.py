@@ -1,0 +1,321 @@
+"""Multi-step population descent, the empirical gradient, mini-batch SGD, k-sparse parity and
+the finite-sample analysis helpers, each against an independent reference."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import sxor
+from sxor.dynamics import (
+    empirical_grad,
+    empirical_one_step,
+    first_success,
+    minibatch_sgd,
+    parity_descent,
+    parity_inits,
+    parity_labels,
+    parity_population_loss,
+    parity_predict,
+    parity_specialised,
+    population_descent,
+    sample_batch,
+)
+from sxor.experiments.finite_samples import (
+    conditional_rate,
+    fit_power_law,
+    n_at_rate,
+    n_grid,
+    streamed_empirical_step,
+)
+from sxor.reference import autograd_grad, empirical_loss
+from sxor.sweeps import random_instances
+
+
+def gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# --- population descent -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["softmax", "linear", "erf"])
+def test_population_descent_matches_a_manual_loop(kind):
+    inst = random_instances(3, 10, 4, seed=1)
+    eta, steps = 200.0, 4
+    tr = population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, eta, steps, kind)
+    assert tr.loss.shape == (steps + 1, 3) and tr.masses.shape == (steps + 1, 3, 2, 2)
+    a, b = inst.theta0, -inst.theta0
+    for t in range(steps + 1):
+        torch.testing.assert_close(tr.loss[t], sxor.population_loss(inst.V, a, b, inst.support, kind))
+        if t < steps:
+            ga, gb = sxor.population_grad(inst.V, a, b, inst.support, kind)
+            a, b = a - eta * ga, b - eta * gb
+    torch.testing.assert_close(tr.theta, a)
+    torch.testing.assert_close(tr.theta_tilde, b)
+    # one step of descent equals sxor.one_step
+    one = sxor.one_step(inst.V, inst.theta0, inst.support, eta, kind)
+    torch.testing.assert_close(population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, eta, 1, kind).loss[1], one.loss)
+
+
+def test_population_descent_learns_with_softmax_and_records_success():
+    inst = random_instances(8, 16, 8, seed=0)
+    tr = population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, 300.0, 40)
+    assert float(tr.loss[-1].median()) < float(tr.loss[0].median())
+    assert bool(tr.success[-1].any()) and not bool(tr.success[0].any())
+
+
+def test_population_descent_bad_input():
+    inst = random_instances(2, 6, 3)
+    with pytest.raises(ValueError, match="steps"):
+        population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, 1.0, 0)
+    with pytest.raises(ValueError, match="eta"):
+        population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, -1.0, 3)
+    with pytest.raises(ValueError, match="unknown attention kind"):
+        population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, 1.0, 3, "relu")
+
+
+def test_first_success_finds_the_first_true_or_minus_one():
+    s = torch.tensor([[False, False, True], [False, True, True], [True, False, True]])
+    assert first_success(s).tolist() == [2, 1, 0]
+    assert first_success(torch.zeros(4, 2, dtype=torch.bool)).tolist() == [-1, -1]
+
+
+# --- empirical gradient -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["softmax", "linear", "erf"])
+def test_empirical_grad_equals_autograd(kind):
+    inst = random_instances(3, 7, 4, seed=2)
+    x, y = sample_batch(50, inst.support, 7, generator=gen(3))
+    theta, theta_tilde = 2 * inst.theta0, -inst.theta0 + 0.1
+    got = empirical_grad(x, y, inst.V, theta, theta_tilde, kind)
+    want = autograd_grad(lambda a, b: empirical_loss(x, y, inst.V, a, b, kind), theta, theta_tilde)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-12, rtol=1e-9)
+
+
+def test_empirical_grad_on_all_inputs_is_the_population_gradient():
+    inst = random_instances(2, 6, 3, seed=4)
+    x = sxor.all_inputs(6).expand(2, 64, 6)
+    y = sxor.sparse_xor_labels(x, inst.support)
+    got = empirical_grad(x, y, inst.V, inst.theta0, -inst.theta0)
+    want = sxor.population_grad(inst.V, inst.theta0, -inst.theta0, inst.support)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, atol=1e-14, rtol=1e-10)
+
+
+def test_empirical_grad_bad_shapes():
+    inst = random_instances(1, 5, 3)
+    x, y = sample_batch(4, inst.support, 5, generator=gen())
+    with pytest.raises(ValueError, match="last dimension"):
+        empirical_grad(x[..., :4], y, inst.V, inst.theta0, -inst.theta0)
+    with pytest.raises(ValueError, match="y must have shape"):
+        empirical_grad(x, y[..., :3], inst.V, inst.theta0, -inst.theta0)
+
+
+def test_sample_batch_labels_shapes_and_bad_input():
+    support = torch.tensor([[0, 2], [1, 3]])
+    x, y = sample_batch(100, support, 4, generator=gen())
+    assert x.shape == (2, 100, 4) and y.shape == (2, 100) and x.dtype == torch.float64
+    torch.testing.assert_close(y[1], -x[1, :, 1] * x[1, :, 3])
+    with pytest.raises(ValueError, match="n must be"):
+        sample_batch(0, support, 4)
+    with pytest.raises(ValueError, match="support"):
+        sample_batch(3, torch.tensor([0, 1]), 4)
+
+
+def test_empirical_one_step_with_all_inputs_equals_one_step():
+    inst = random_instances(3, 6, 4, seed=5)
+    x = sxor.all_inputs(6).expand(3, 64, 6)
+    y = sxor.sparse_xor_labels(x, inst.support)
+    got = empirical_one_step(x, y, inst.V, inst.theta0, inst.support, 1e4)
+    want = sxor.one_step(inst.V, inst.theta0, inst.support, 1e4)
+    torch.testing.assert_close(got.loss, want.loss, atol=1e-10, rtol=1e-8)
+
+
+def test_streamed_step_does_not_depend_on_the_chunking():
+    inst = random_instances(4, 8, 5, seed=6)
+    a = streamed_empirical_step(300, inst.V, inst.theta0, inst.support, 1e12, generator=gen(9), max_elements=10**9)
+    x, y = sample_batch(300, inst.support, 8, generator=gen(9))
+    one = empirical_one_step(x, y, inst.V, inst.theta0, inst.support, 1e12)
+    want = sxor.metrics.success(one.loss, one.attention, one.attention_tilde, inst.support)
+    assert a.tolist() == want.tolist()
+
+
+def test_minibatch_sgd_shapes_and_progress():
+    inst = random_instances(6, 16, 12, seed=0)
+    run = minibatch_sgd(inst.V, inst.theta0, inst.support, 0.3 * 16**2, 64, 60, generator=gen(1))
+    assert run.loss.shape == (61, 6) and run.success.shape == (61, 6)
+    assert float(run.loss[-1].median()) < 0.1 < float(run.loss[0].median())
+    with pytest.raises(ValueError, match="batch_size"):
+        minibatch_sgd(inst.V, inst.theta0, inst.support, 1.0, 0, 3)
+
+
+# --- k-sparse parity ------------------------------------------------------------------------
+
+
+def test_parity_reduces_to_sparse_xor_for_k_2():
+    inst = random_instances(2, 6, 3, seed=8)
+    thetas = torch.stack([inst.theta0, -0.5 * inst.theta0], dim=-2)
+    got = parity_population_loss(inst.V, thetas, inst.support)
+    want = sxor.population_loss(inst.V, thetas[:, 0], thetas[:, 1], inst.support)
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
+    x = sxor.all_inputs(6)
+    torch.testing.assert_close(parity_labels(x, inst.support[0]), sxor.sparse_xor_labels(x, inst.support[0]))
+
+
+def test_parity_loss_is_zero_at_the_one_hot_solution():
+    x = sxor.all_inputs(5)
+    weights = torch.eye(5, dtype=torch.float64)[[1, 3, 4]]
+    support = torch.tensor([1, 3, 4])
+    assert float((parity_predict(x, weights) - parity_labels(x, support)).abs().max()) == 0.0
+
+
+def test_parity_loss_bad_input():
+    inst = random_instances(1, 6, 3)
+    thetas = torch.stack([inst.theta0] * 3, dim=-2)
+    with pytest.raises(ValueError, match="distinct"):
+        parity_population_loss(inst.V, thetas, torch.tensor([[1, 1, 2]]))
+    with pytest.raises(ValueError, match="one head per"):
+        parity_population_loss(inst.V, thetas, torch.tensor([[1, 2]]))
+
+
+def test_parity_specialised_needs_a_one_to_one_assignment():
+    M = torch.tensor([[0.95, 0.0, 0.0], [0.0, 0.0, 0.92], [0.0, 0.91, 0.0]])
+    assert bool(parity_specialised(M))
+    M2 = torch.tensor([[0.95, 0.0, 0.0], [0.93, 0.0, 0.0], [0.0, 0.91, 0.0]])
+    assert not bool(parity_specialised(M2))
+
+
+def test_parity_inits_geometry():
+    theta0 = sxor.sphere_embeddings(4, 6, generator=gen())
+    star = parity_inits(theta0, "star", generator=gen(1))
+    torch.testing.assert_close(star.sum(-2), torch.zeros(4, 6, dtype=torch.float64), atol=1e-12, rtol=0)
+    torch.testing.assert_close(star.norm(dim=-1), torch.ones(4, 3, dtype=torch.float64))
+    cos = (star[:, 0] * star[:, 1]).sum(-1)
+    torch.testing.assert_close(cos, torch.full((4,), -0.5, dtype=torch.float64))
+    anti = parity_inits(theta0, "antipodal")
+    torch.testing.assert_close(anti[:, 1], -theta0)
+    with pytest.raises(ValueError, match="unknown init scheme"):
+        parity_inits(theta0, "spiral")
+
+
+def test_parity_descent_step_uses_the_exact_gradient():
+    inst = random_instances(1, 5, 3, seed=3)
+    thetas = parity_inits(inst.theta0, "star", generator=gen(2))
+    support = torch.tensor([[0, 2, 4]])
+    eta = 0.5
+    tr = parity_descent(inst.V, thetas, support, eta, 1)
+    loss = lambda t: parity_population_loss(inst.V, t, support)[0]
+    # the gradient, by central finite differences coordinate by coordinate
+    eps = 1e-6
+    grad = torch.zeros_like(thetas)
+    for idx in np.ndindex(*thetas.shape):
+        e = torch.zeros_like(thetas)
+        e[idx] = eps
+        grad[idx] = (loss(thetas + e) - loss(thetas - e)) / (2 * eps)
+    torch.testing.assert_close(tr.loss[1, 0], loss(thetas - eta * grad), atol=1e-8, rtol=1e-7)
+    torch.testing.assert_close(tr.loss[0, 0], loss(thetas))
+
+
+# --- finite-sample helpers ------------------------------------------------------------------
+
+
+def test_n_at_rate_interpolates_in_log_n():
+    assert n_at_rate(np.array([10, 100]), np.array([0.8, 1.0])) == pytest.approx(10**1.5)
+    assert n_at_rate(np.array([10, 100]), np.array([0.95, 1.0])) == 10
+    assert math.isnan(n_at_rate(np.array([10, 100]), np.array([0.1, 0.2])))
+    with pytest.raises(ValueError):
+        n_at_rate(np.array([1, 2]), np.array([0.5]))
+
+
+def test_fit_power_law_recovers_exponent():
+    ds = np.array([8, 16, 32, 64])
+    p, c = fit_power_law(ds, 3.0 * ds**2.5)
+    assert p == pytest.approx(2.5) and c == pytest.approx(3.0)
+    with pytest.raises(ValueError):
+        fit_power_law([8, 16], [1.0, float("nan")])
+
+
+def test_conditional_rate_and_n_grid():
+    assert conditional_rate(torch.tensor([1, 0, 1, 1]), torch.tensor([1, 1, 0, 1])) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError):
+        conditional_rate(torch.tensor([1, 0]), torch.tensor([1]))
+    grid = n_grid(8, 100)
+    assert grid[0] == 4 and grid[-1] <= 100 and all(a < b for a, b in zip(grid, grid[1:]))
+
+
+def _synthetic_records(ds, exponent, seeds=20):
+    """Records where seed k succeeds once n >= (1 + k / seeds) * d^exponent: n_90 is known."""
+    records = []
+    for d in ds:
+        for n in n_grid(d, 8 * d**exponent):
+            ok = [int(n >= (1 + k / seeds) * d**exponent) for k in range(seeds)]
+            records.append({"d": d, "n": n, "success": ok, "population_success": [1] * seeds})
+    return records
+
+
+def test_bootstrap_fit_recovers_a_known_exponent():
+    from sxor.experiments.finite_samples import bootstrap_fit
+
+    fit = bootstrap_fit(_synthetic_records([8, 16, 32, 64], 2), num=50)
+    assert fit["exponent"] == pytest.approx(2.0, abs=0.15)
+    assert fit["exponent_low"] <= fit["exponent"] <= fit["exponent_high"]
+    assert all(lo <= n <= hi for lo, n, hi in zip(fit["n90_low"], fit["n90"], fit["n90_high"]))
+
+
+def test_tuned_descent_prefers_success_then_speed():
+    from sxor.experiments.variants import tuned_descent
+
+    base = {"mode": "descent", "kind": "softmax", "d": 8, "steps": 10}
+    records = [
+        {**base, "eta": 1.0, "success_rate": 0.5, "first_success": [3, -1], "median_final_loss": 0.1},
+        {**base, "eta": 10.0, "success_rate": 1.0, "first_success": [5, 7], "median_final_loss": 0.001},
+        {**base, "eta": 100.0, "success_rate": 1.0, "first_success": [2, 2], "median_final_loss": 0.001},
+        {**base, "kind": "linear", "eta": 1.0, "success_rate": 0.0, "first_success": [-1, -1], "median_final_loss": 0.4},
+        {**base, "kind": "linear", "eta": 10.0, "success_rate": 0.0, "first_success": [-1, -1], "median_final_loss": 0.3},
+        {**base, "kind": "linear", "eta": 100.0, "success_rate": 0.0, "first_success": [-1, -1], "median_final_loss": None},
+    ]
+    tuned = tuned_descent(records, 8)
+    assert tuned["softmax"]["eta"] == 100.0 and tuned["linear"]["eta"] == 10.0
+
+
+def test_k3_instances_and_sgd_samples():
+    from sxor.experiments.finite_samples import sgd_samples
+    from sxor.experiments.variants import k3_instances
+
+    V, thetas, support = k3_instances(5, 9, 4, "star")
+    assert V.shape == (5, 9, 4) and thetas.shape == (5, 3, 4) and support.shape == (5, 3)
+    assert all(len(set(row)) == 3 for row in support.tolist())
+    assert sgd_samples({"first_success": [2, -1, 5], "batch_size": 10}).tolist() == [20, 50]
+
+
+def test_plots_draw_labelled_figures_from_results():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sxor.experiments import finite_samples, variants
+
+    fs_results = {"params": {"m": 4, "target_rate": 0.9}, "records": _synthetic_records([8, 16, 32], 2)}
+    sgd_results = {"params": {"m": 4}, "records": [{"d": d, "batch_size": 4 * d, "first_success": [2, 3, -1]} for d in (8, 16)]}
+    rec = {"d": 8, "success_rate": 0.5, "median_loss": 0.1, "median_best_loss": 0.2, "median_final_loss": None, "steps": 5, "first_success": [1, -1]}
+    var_results = {
+        "params": {"m": 4, "seeds": 2, "kinds": ["softmax", "linear"]},
+        "records": [{**rec, "mode": mode, "kind": kind, "eta": eta} for mode in ("one-step", "descent") for kind in ("softmax", "linear") for eta in (1.0, 10.0)],
+    }
+    k3_results = {"params": {"d": 6, "m": 4, "seeds": 2, "schemes": ["star"]},
+                  "records": [{"scheme": "star", "eta": 1.0, "success_rate": 0.5, "median_loss": [0.5, 0.1, 0.01]}]}
+    figures = [
+        finite_samples.plot_finite_samples(fs_results),
+        finite_samples.plot_sgd(sgd_results),
+        variants.plot_variants(var_results),
+        variants.plot_k3(k3_results),
+    ]
+    for fig in figures:
+        assert any(ax.get_xlabel() for ax in fig.axes) and any(ax.get_ylabel() for ax in fig.axes)
+        assert all(ax.has_data() for ax in fig.axes)
+        matplotlib.pyplot.close(fig)
