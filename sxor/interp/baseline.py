@@ -1,0 +1,71 @@
+"""A ResNet that interpolates sequences by reading them as one long vector (chapter 14's baseline).
+
+This book's baseline, in the spirit of the ResNet / neural-ODE interpolation constructions of
+Ruiz-Balet & Zuazua (2023): flatten each input ``X_j [n, d]`` to ``z_j`` in ``R^(n d)`` (row by
+row) and move the ``N`` points one at a time with residual hat blocks
+``z -> z + W relu(U z + b)`` (width 3, the same hat as :mod:`sxor.interp.construct`), from
+``z_j`` to ``(vec Y'_j, 0)``, where ``Y'_j`` is ``Y_j`` padded to ``m = max_j m_j`` tokens by
+repeating its last token; the output is the first ``m d`` coordinates, read as ``m`` tokens (so
+its *set* is ``Y_j``, as for the transformer). It has ``N`` blocks of ``3 (2 n d + 1) + 1 = 6 n d + 4`` parameters: its size grows linearly with the input
+length ``n``, unlike the transformer's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+from .construct import FFLayer, check_dataset, hat_move
+
+
+@dataclass
+class ResNetInterpolator:
+    """``N`` residual hat blocks on ``R^(n d)``; ``__call__(X [n, d]) -> [m, d]``."""
+
+    blocks: list[FFLayer]
+    n: int
+    m: int
+    d: int
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(layer.num_parameters for layer in self.blocks)
+
+    def __call__(self, X):
+        z = np.asarray(X, dtype=object).reshape(1, self.n * self.d)
+        for layer in self.blocks:
+            z = layer(z)
+        return z[0, : self.m * self.d].reshape(self.m, self.d)
+
+
+def resnet_interpolate(inputs: Sequence, targets: Sequence) -> ResNetInterpolator:
+    """Build the baseline for inputs of one length ``n`` (targets of any lengths ``m_j <= n``).
+
+    Raises ``ValueError`` when input lengths differ or when a padded target equals a flattened
+    input of another sequence (the hat would move both)."""
+    X, Y = check_dataset(inputs, targets)
+    n, d = X[0].shape[0], X[0].shape[1]
+    m = max(y.shape[0] for y in Y)
+    if any(x.shape[0] != n for x in X):
+        raise ValueError("the ResNet baseline needs inputs of one length n")
+    points = [tuple(x.reshape(-1)) for x in X]
+    padded = [np.concatenate([y, np.repeat(y[-1:], m - y.shape[0], axis=0)]) for y in Y]
+    goals = [tuple(y.reshape(-1)) + (Fraction(0),) * ((n - m) * d) for y in padded]
+    if len(set(points)) != len(points):
+        raise ValueError("two flattened inputs coincide (same tokens in the same order)")
+    if set(goals) & set(points):
+        raise ValueError("a padded target equals a flattened input; the baseline would move both")
+    blocks = []
+    current = set(points)
+    for p, goal in zip(points, goals):
+        D = tuple(a - b for a, b in zip(goal, p))
+        blocks.append(hat_move(current, p, D, n * d, flat=False, role="resnet hat"))
+        current = (current - {p}) | {goal}
+    return ResNetInterpolator(blocks, n, m, d)
