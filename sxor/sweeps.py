@@ -12,7 +12,7 @@ import math
 from typing import Callable, Iterator, NamedTuple
 
 import torch
-from tqdm.auto import tqdm
+from .progress import progress
 
 from ._checks import check_dims
 from .data import random_support, sphere_embeddings
@@ -84,7 +84,7 @@ def sweep(
     size = chunk_size(d, m, dtype=dtype, budget_bytes=budget_bytes)
     parts: dict[str, list[torch.Tensor]] = {}
     total = math.ceil(num_seeds / size)
-    for block in tqdm(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={m}", leave=False):
+    for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={m}"):
         batch = random_instances(len(block), d, m, seed=seed + block.start, dtype=dtype, device=device)
         for key, value in measure(batch).items():
             parts.setdefault(key, []).append(value.detach().cpu())

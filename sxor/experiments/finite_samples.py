@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
+from ..progress import progress
 
 from ..dynamics import empirical_grad, first_success, minibatch_sgd, sample_batch
 from ..metrics import success
@@ -99,7 +99,7 @@ def run_finite_samples(size: str, device: torch.device) -> tuple[dict, list[dict
         inst = random_instances(cfg["seeds"], d, cfg["m"], device=device)
         pop = one_step(inst.V, inst.theta0, inst.support, ONE_STEP_ETA)
         pop_ok = success(pop.loss, pop.attention, pop.attention_tilde, inst.support)
-        for n in tqdm(n_grid(d, cfg["max_n_over_d2"] * d * d), desc=f"d={d}", leave=False):
+        for n in progress(n_grid(d, cfg["max_n_over_d2"] * d * d), desc=f"d={d}"):
             gen = torch.Generator(device=device).manual_seed(SAMPLE_SEED + n)
             ok = streamed_empirical_step(n, inst.V, inst.theta0, inst.support, ONE_STEP_ETA, generator=gen)
             records.append({"d": d, "n": n, "success": ok.int().tolist(), "population_success": pop_ok.int().tolist()})

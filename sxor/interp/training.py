@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
+from ..progress import progress
 
 from .layers import feed_forward, hausdorff_squared, self_attention
 
@@ -124,7 +124,7 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
     opt = torch.optim.Adam(params, lr=lr, weight_decay=epsilon)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     best, curve = math.inf, []
-    for step in tqdm(range(1, steps + 1), desc=f"eps={epsilon:g}", leave=False):
+    for step in progress(range(1, steps + 1), desc=f"eps={epsilon:g}"):
         opt.zero_grad()
         J = loss(data.X, data.Y, theta, tau)
         J.backward()

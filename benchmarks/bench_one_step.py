@@ -1,0 +1,252 @@
+"""Benchmark of the batched closed-form one step (``sxor.one_step``), see benchmarks/README.md.
+
+    .venv/bin/python benchmarks/bench_one_step.py                 # CPU, writes results/bench_one_step.json
+    .venv/bin/python benchmarks/bench_one_step.py --device cuda   # GPU, writes results/bench_one_step_cuda.json
+
+It measures, for each (d, m):
+
+* closed form, batched: ``sxor.one_step`` on a chunk of instances at once (instances per second,
+  and the memory bandwidth this implies at one write and three reads of ``V`` per instance, as a
+  fraction of the measured copy bandwidth ``y.copy_(x)``);
+* closed form, one instance at a time in a Python loop;
+* autograd through a Monte-Carlo loss (``sxor.reference.monte_carlo_loss``) with enough samples
+  that the gradient's relative standard error is ``--epsilon`` (default 1%).
+
+and the memory of a streamed sweep (``sxor.sweeps.sweep``) for 1x and 10x the seeds, each in a
+fresh subprocess (peak resident memory on CPU, ``torch.cuda.max_memory_allocated`` on GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import sxor  # noqa: E402
+from sxor import analysis  # noqa: E402
+from sxor.reference import autograd_grad, monte_carlo_loss  # noqa: E402
+from sxor.results import provenance  # noqa: E402
+from sxor.sweeps import chunk_size, random_instances  # noqa: E402
+
+#: (d, m, instances in the batched timing) per device; the GPU adds the issue's target size.
+CONFIGS = {
+    "cpu": [(64, 16, 4096), (1024, 40, 512), (2**20, 40, 2)],
+    "cuda": [(64, 16, 65536), (1024, 40, 16384), (2**20, 40, 256)],
+}
+#: Per-seed loop: instances timed (the rate is per instance, so a few suffice).
+LOOP_INSTANCES = 64
+#: The H200 target of the issue: one-step instances per second at float64, d = 2^20, m = 40.
+GPU_TARGET = {"d": 2**20, "m": 40, "instances_per_s": 1600}
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def best_time(fn, device: torch.device, repeats: int = 3) -> float:
+    """Smallest wall time of ``repeats`` calls of ``fn`` (after one warm-up call)."""
+    fn()
+    _sync(device)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def copy_bandwidth(device: torch.device, nbytes: int) -> float:
+    """Bytes per second of ``y.copy_(x)``: one read and one write of ``nbytes``."""
+    x = torch.ones(nbytes // 8, dtype=torch.float64, device=device)
+    y = torch.empty_like(x)
+    return 2 * nbytes / best_time(lambda: y.copy_(x), device, repeats=5)
+
+
+def mc_samples_needed(V, theta0, support, epsilon: float, pilot: int, batches: int, generator) -> dict:
+    """Samples ``n`` for which the Monte-Carlo gradient has relative standard error ``epsilon``.
+
+    The per-sample gradient covariance is estimated from ``batches`` autograd gradients of
+    batch means (``pilot`` samples each): ``tr Cov = pilot * sum_k Var(batch-mean gradient_k)``.
+    Then ``SE(n) = sqrt(tr Cov / n)`` and ``n = tr Cov / (epsilon ||g||)^2`` with ``g`` the exact
+    (closed-form) gradient.
+    """
+    grads = []
+    for _ in range(batches):
+        g, g_t = autograd_grad(
+            lambda a, b: monte_carlo_loss(V, a, b, support, pilot, generator=generator)[0], theta0, -theta0
+        )
+        grads.append(torch.cat([g, g_t]))
+    grads = torch.stack(grads)
+    trace_cov = float(pilot * grads.var(0).sum())
+    exact = torch.cat(sxor.population_grad(V, theta0, -theta0, support))
+    norm = float(exact.norm())
+    mean_error = float((grads.mean(0) - exact).norm() / norm)
+    return {
+        "epsilon": epsilon,
+        "per_sample_relative_std": math.sqrt(trace_cov) / norm,
+        "n_required": math.ceil(trace_cov / (epsilon * norm) ** 2),
+        "pilot_mean_relative_error": mean_error,
+        "pilot_samples": pilot * batches,
+    }
+
+
+def time_mc(V, theta0, support, n: int, chunk: int, max_chunks: int, device, generator) -> dict:
+    """Seconds for one autograd Monte-Carlo gradient from ``n`` samples, accumulated over chunks.
+
+    At most ``max_chunks`` chunks are run; if ``n`` needs more, the time is extrapolated linearly
+    (every chunk does the same work), and the record says so.
+    """
+    chunks_needed = math.ceil(n / chunk)
+    run = min(chunks_needed, max_chunks)
+
+    def work():
+        for _ in range(run):
+            autograd_grad(lambda a, b: monte_carlo_loss(V, a, b, support, chunk, generator=generator)[0],
+                          theta0, -theta0)
+
+    seconds = best_time(work, device, repeats=1) * chunks_needed / run
+    return {"chunk": chunk, "chunks_needed": chunks_needed, "chunks_timed": run,
+            "extrapolated": run < chunks_needed, "seconds_per_instance": seconds}
+
+
+def bench_config(d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, args) -> dict:
+    eta = analysis.grid_eta(d, 100.0)
+    batch = random_instances(count, d, m, seed=0, dtype=dtype, device=device)
+    t_batched = best_time(lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta), device)
+    bytes_model = 4 * d * m * torch.finfo(dtype).bits // 8 * count  # one write, three reads of V
+    loop_n = min(LOOP_INSTANCES, count)
+
+    def loop():
+        for k in range(loop_n):
+            sxor.one_step(batch.V[k], batch.theta0[k], batch.support[k], eta)
+
+    t_loop = best_time(loop, device)
+    record = {
+        "d": d, "m": m, "eta": eta, "instances": count,
+        "closed_form": {"seconds": t_batched, "instances_per_s": count / t_batched,
+                        "bandwidth_bytes_per_s": bytes_model / t_batched,
+                        "bandwidth_fraction_of_copy": bytes_model / t_batched / args.copy_bw},
+        "loop": {"instances": loop_n, "seconds": t_loop, "instances_per_s": loop_n / t_loop},
+    }
+    record["speedup_vs_loop"] = record["closed_form"]["instances_per_s"] / record["loop"]["instances_per_s"]
+    if d <= args.mc_max_d:
+        gen = torch.Generator(device=device).manual_seed(1)
+        V0, th0, sup0 = batch.V[0], batch.theta0[0], batch.support[0]
+        need = mc_samples_needed(V0, th0, sup0, args.epsilon, args.pilot, args.pilot_batches, gen)
+        chunk = max(1, min(args.mc_chunk_bytes // (8 * d * 4), need["n_required"]))
+        timing = time_mc(V0, th0, sup0, need["n_required"], chunk, args.mc_max_chunks, device, gen)
+        record["monte_carlo"] = {**need, **timing, "instances_per_s": 1 / timing["seconds_per_instance"]}
+        record["speedup_vs_mc"] = record["closed_form"]["instances_per_s"] / record["monte_carlo"]["instances_per_s"]
+    return record
+
+
+MEMORY_CHILD = r"""
+import json, sys, torch
+sys.path.insert(0, {root!r})
+import sxor
+from sxor.sweeps import sweep
+from sxor import analysis
+device = torch.device({device!r})
+d, m, seeds, budget = {d}, {m}, {seeds}, {budget}
+def hwm():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) * 1024
+base = hwm()
+if device.type == "cuda":
+    torch.cuda.reset_peak_memory_stats(device)
+eta = analysis.grid_eta(d, 100.0)
+def measure(b):
+    out = sxor.one_step(b.V, b.theta0, b.support, eta)
+    return {{"loss": out.loss}}
+out = sweep(measure, seeds, d, m, device=device, budget_bytes=budget)
+assert out["loss"].shape == (seeds,)
+peak_gpu = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+print(json.dumps({{"seeds": seeds, "rss_before_bytes": base, "rss_peak_bytes": hwm(), "gpu_peak_bytes": peak_gpu}}))
+"""
+
+
+def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float) -> list[dict]:
+    """Peak memory of a streamed sweep for ``seeds`` and ``10 seeds``, each in a fresh process."""
+    rows = []
+    for n in (seeds, 10 * seeds):
+        code = MEMORY_CHILD.format(root=str(ROOT), device=str(device), d=d, m=m, seeds=n, budget=budget)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**os.environ, "TQDM_DISABLE": "1"})
+        row = json.loads(out.stdout.strip().splitlines()[-1])
+        row.update({"d": d, "m": m, "budget_bytes": budget, "chunk": chunk_size(d, m, budget_bytes=budget),
+                    "rss_growth_bytes": row["rss_peak_bytes"] - row["rss_before_bytes"]})
+        rows.append(row)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--out", type=Path, default=None, help="results file (default by device)")
+    parser.add_argument("--epsilon", type=float, default=0.01, help="relative standard error asked of Monte Carlo")
+    parser.add_argument("--pilot", type=int, default=2048, help="samples per pilot batch")
+    parser.add_argument("--pilot-batches", type=int, default=32)
+    parser.add_argument("--mc-max-d", type=int, default=1024, help="largest d with a Monte-Carlo comparison")
+    parser.add_argument("--mc-chunk-bytes", type=int, default=2**27, help="memory per Monte-Carlo chunk")
+    parser.add_argument("--mc-max-chunks", type=int, default=4, help="chunks timed before extrapolating")
+    parser.add_argument("--memory-budget", type=float, default=2e8, help="sweep budget_bytes in the memory test")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    out = args.out or ROOT / "results" / ("bench_one_step.json" if device.type == "cpu" else "bench_one_step_cuda.json")
+    dtype = torch.float64
+
+    args.copy_bw = copy_bandwidth(device, 2**30 if device.type == "cuda" else 2**28)
+    print(f"copy bandwidth: {args.copy_bw / 1e9:.1f} GB/s", flush=True)
+    configs = []
+    for d, m, count in CONFIGS[device.type]:
+        rec = bench_config(d, m, count, device, dtype, args)
+        configs.append(rec)
+        line = (f"d={d} m={m}: closed form {rec['closed_form']['instances_per_s']:.4g}/s "
+                f"({rec['closed_form']['bandwidth_fraction_of_copy']:.2f} of copy bandwidth), "
+                f"loop {rec['loop']['instances_per_s']:.4g}/s")
+        if "monte_carlo" in rec:
+            mc = rec["monte_carlo"]
+            line += (f", Monte Carlo n={mc['n_required']:.3g} {mc['instances_per_s']:.3g}/s "
+                     f"(speed-up {rec['speedup_vs_mc']:.3g}x)")
+        print(line, flush=True)
+    memory = bench_memory(device, 16384, 40, 50, args.memory_budget)
+    for row in memory:
+        print(f"memory: {row['seeds']} seeds -> peak RSS {row['rss_peak_bytes'] / 2**20:.0f} MiB "
+              f"(+{row['rss_growth_bytes'] / 2**20:.0f} MiB over start)", flush=True)
+
+    target_cfg = next((c for c in configs if (c["d"], c["m"]) == (GPU_TARGET["d"], GPU_TARGET["m"])), None)
+    targets = {
+        "closed_form_100x_faster_than_mc": all(c.get("speedup_vs_mc", math.inf) >= 100 for c in configs),
+        "memory_within_budget_for_10x_seeds": memory[1]["rss_growth_bytes"] <= args.memory_budget
+        and memory[1]["rss_peak_bytes"] <= 1.2 * memory[0]["rss_peak_bytes"],
+        "h200_1600_per_s": (target_cfg["closed_form"]["instances_per_s"] >= GPU_TARGET["instances_per_s"]
+                            if device.type == "cuda" and target_cfg else None),
+    }
+    meta = provenance(device)
+    meta["command"] = "python benchmarks/bench_one_step.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    meta["threads"] = torch.get_num_threads()
+    meta["load_average_1min_at_end"] = os.getloadavg()[0]  # other processes competing for the CPU
+    payload = {"benchmark": "one_step", "meta": meta, "dtype": "float64",
+               "copy_bandwidth_bytes_per_s": args.copy_bw, "epsilon": args.epsilon,
+               "configs": configs, "memory": memory, "targets": targets}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(payload, indent=1) + "\n")
+    print(f"targets: {targets}\nwrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

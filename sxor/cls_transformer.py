@@ -1,0 +1,129 @@
+"""An ordinary one-layer, two-head transformer with a CLS token that computes exactly ``f(x)``.
+
+Tokens live in ``R^D``, ``D = m + 3``, laid out as ``[position (m) | bit one-hot (2) | CLS flag (1)]``:
+
+* input token ``i`` (``i = 1..d``): ``z_i = (v_i, 1{x_i = +1}, 1{x_i = -1}, 0)``, the sum of a
+  positional embedding (the frozen ``v_i``) and a bit embedding;
+* the CLS token, prepended at index 0: ``z_0 = e_CLS = (0, 0, 0, 1)``.
+
+Head ``h`` has ``W_Q^h, W_K^h [m, D]`` and ``W_V^h [1, D]``, and standard (unscaled) softmax
+attention with a structural mask: no token attends to the CLS token. Structural zeros make the
+keys depend on the position only and the values on the bit only:
+
+.. math::  W_Q^h = \\theta_h e_{CLS}^\\top,\\quad W_K^h = [I_m\\;0\\;0\\;0],\\quad W_V^h = (0, \\dots, 0, 1, -1, 0),
+
+so the CLS query of head ``h`` is ``theta_h``, its scores are ``v_i . theta_h`` and its output is
+``o_h = sum_i gamma_i^h x_i``. The read-out is a fixed two-unit layer with square activation,
+``f = -1/4 (o_1 + o_2)^2 + 1/4 (o_1 - o_2)^2 = -o_1 o_2`` (polarisation), which is ``f(x)``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+
+from ._checks import check_embeddings, check_query, check_support, check_tensor
+from .data import all_inputs, sparse_xor_labels
+
+#: Read-out mixing ``W_O = [[1, 1], [1, -1]]`` of the two head outputs, ``u = W_O o``.
+READOUT_MIX = ((1.0, 1.0), (1.0, -1.0))
+#: Read-out output weights ``r = (-1/4, 1/4)``, ``f = sum_k r_k u_k^2``.
+READOUT_OUT = (-0.25, 0.25)
+
+
+class CLSWeights(NamedTuple):
+    """Weights of the two heads (head axis of size 2 after the batch axes)."""
+
+    W_Q: torch.Tensor  #: queries ``[..., 2, m, D]``
+    W_K: torch.Tensor  #: keys ``[..., 2, m, D]``
+    W_V: torch.Tensor  #: values ``[..., 2, 1, D]``
+
+
+def token_embeddings(x: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    """Token matrix ``Z [..., n, d + 1, m + 3]`` of the module docstring for ``x [..., n, d]``
+    in ``{+1, -1}`` and positional embeddings ``V [..., d, m]`` (CLS token first)."""
+    d, m = check_embeddings(V)
+    check_tensor("x", x, 2)
+    if x.shape[-1] != d:
+        raise ValueError(f"x has last dimension {x.shape[-1]} but the embeddings have d={d}")
+    if not bool(((x == 1) | (x == -1)).all()):
+        raise ValueError("x must have entries in {+1, -1}")
+    x = x.to(V.dtype)
+    batch = torch.broadcast_shapes(x.shape[:-2], V.shape[:-2])
+    n = x.shape[-2]
+    position = V.unsqueeze(-3).expand(*batch, n, d, m)
+    bits = torch.stack([(1 + x) / 2, (1 - x) / 2], dim=-1).expand(*batch, n, d, 2)
+    inputs = torch.cat([position, bits, torch.zeros_like(bits[..., :1])], dim=-1)
+    cls = torch.zeros(*batch, n, 1, m + 3, dtype=V.dtype, device=V.device)
+    cls[..., -1] = 1.0
+    return torch.cat([cls, inputs], dim=-2)
+
+
+def attention_mask(d: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """Boolean mask ``[d + 1, d + 1]``, True where query token ``t`` may attend to key token ``u``:
+    every query attends to the ``d`` input tokens and never to the CLS token."""
+    mask = torch.ones(d + 1, d + 1, dtype=torch.bool, device=device)
+    mask[:, 0] = False
+    return mask
+
+
+def cls_weights(theta: torch.Tensor, theta_tilde: torch.Tensor) -> CLSWeights:
+    """The map ``(theta, theta~) -> (W_Q, W_K, W_V)`` of the module docstring (batched)."""
+    m = theta.shape[-1]
+    check_query("theta", theta, m)
+    check_query("theta_tilde", theta_tilde, m)
+    queries = torch.stack(torch.broadcast_tensors(theta, theta_tilde), dim=-2)  # [..., 2, m]
+    D = m + 3
+    e_cls = torch.zeros(D, dtype=theta.dtype, device=theta.device)
+    e_cls[-1] = 1.0
+    W_Q = queries.unsqueeze(-1) * e_cls  # theta_h e_CLS^T
+    W_K = torch.cat([torch.eye(m, dtype=theta.dtype, device=theta.device),
+                     torch.zeros(m, 3, dtype=theta.dtype, device=theta.device)], dim=-1)
+    W_V = torch.zeros(1, D, dtype=theta.dtype, device=theta.device)
+    W_V[0, m], W_V[0, m + 1] = 1.0, -1.0
+    heads = queries.shape[:-1]
+    return CLSWeights(W_Q, W_K.expand(*heads, m, D), W_V.expand(*heads, 1, D))
+
+
+def queries(weights: CLSWeights) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(theta, theta~)`` read back from ``W_Q``: the CLS column ``W_Q^h e_CLS`` of each head."""
+    return weights.W_Q[..., 0, :, -1], weights.W_Q[..., 1, :, -1]
+
+
+def head_outputs(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.Tensor:
+    """Attention outputs ``o [..., n, 2]`` of the two heads at the CLS token.
+
+    Standard masked softmax attention, ``softmax(Q K^T + mask) U`` with ``Q = Z W_Q^T``,
+    ``K = Z W_K^T``, ``U = Z W_V^T`` (no ``1/sqrt(m)`` scaling: it would only rescale ``theta``).
+    """
+    Z = token_embeddings(x, V).unsqueeze(-3)  # [..., n, 1, d + 1, D], the 1 broadcasts over heads
+    d = Z.shape[-2] - 1
+    if weights.W_Q.shape[-1] != Z.shape[-1]:
+        raise ValueError(f"weights have token dimension {weights.W_Q.shape[-1]} but the tokens have {Z.shape[-1]}")
+    W_Q, W_K, W_V = (w.unsqueeze(-4) for w in weights)  # add the sample axis n
+    Q, K, U = Z @ W_Q.transpose(-1, -2), Z @ W_K.transpose(-1, -2), Z @ W_V.transpose(-1, -2)
+    out = F.scaled_dot_product_attention(Q, K, U, attn_mask=attention_mask(d, device=Z.device), scale=1.0)
+    return out[..., 0, 0]  # CLS row, value dimension 1: [..., n, 2]
+
+
+def readout(o: torch.Tensor) -> torch.Tensor:
+    """``f = sum_k r_k (W_O o)_k^2`` with the fixed ``READOUT_MIX`` and ``READOUT_OUT``; equals ``-o_1 o_2``."""
+    mix = torch.tensor(READOUT_MIX, dtype=o.dtype, device=o.device)
+    out = torch.tensor(READOUT_OUT, dtype=o.dtype, device=o.device)
+    return ((o @ mix.T) ** 2 @ out)
+
+
+def cls_forward(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.Tensor:
+    """Transformer output ``[..., n]`` for inputs ``x [..., n, d]``."""
+    return readout(head_outputs(x, V, weights))
+
+
+def cls_enumerated_loss(V: torch.Tensor, weights: CLSWeights, support: torch.Tensor) -> torch.Tensor:
+    """Population loss ``1/2 E (f(x) - y)^2`` of the transformer by summing over all ``2^d`` inputs."""
+    d, _ = check_embeddings(V)
+    check_support(support, d)
+    x = all_inputs(d, dtype=V.dtype, device=V.device)
+    y = sparse_xor_labels(x, support)
+    return 0.5 * ((cls_forward(x, V, weights) - y) ** 2).mean(-1)
