@@ -23,9 +23,11 @@ book: $(STAMP)
 	@test -f _build/html/index.html
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
 
+# Two pytest workers; --dist loadfile keeps each notebook in one worker (one kernel, cells in order).
 test: $(STAMP)
 	TQDM_DISABLE=1 timeout 1500 $(PY) -m pytest --nbval --nbval-current-env \
-	  --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg -q
+	  --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg -q \
+	  -n 2 --dist loadfile
 	$(MAKE) --no-print-directory strict-book
 
 strict-book: $(STAMP)
