@@ -4,7 +4,7 @@ Tokens live in ``R^D``, ``D = m + 3``, laid out as ``[position (m) | bit one-hot
 
 * input token ``i`` (``i = 1..d``): ``z_i = (v_i, 1{x_i = +1}, 1{x_i = -1}, 0)``, the sum of a
   positional embedding (the frozen ``v_i``) and a bit embedding;
-* the CLS token, prepended at index 0: ``z_0 = e_CLS = (0, 0, 0, 1)``.
+* the CLS token, prepended at index 0: ``z_0 = e_CLS = (0, ..., 0, 0, 0, 1)`` (``m + 2`` zeros, then 1).
 
 Head ``h`` has ``W_Q^h, W_K^h [m, D]`` and ``W_V^h [1, D]``, and standard (unscaled) softmax
 attention with a structural mask: no token attends to the CLS token. Structural zeros make the

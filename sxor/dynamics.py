@@ -1,9 +1,9 @@
 """Training dynamics beyond one population step: multi-step population gradient descent, one
 empirical gradient step on ``n`` samples, mini-batch SGD, and ``k``-sparse parity with ``k`` heads.
 
-Every function works for any registered attention kind (:data:`sxor.ATTENTION_KINDS`) and is
+Every function works for any registered attention kind (``sxor.ATTENTION_KINDS``) and is
 batched over leading dimensions. Success is always judged with the *population* loss, computed
-in closed form by :func:`sxor.loss_from_weights`.
+in closed form by :func:`sxor.population.loss_from_weights`.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def population_descent(
     """``T = steps`` steps of population gradient descent with a constant step size ``eta``:
 
     ``theta_{t+1} = theta_t - eta dL/dtheta(theta_t, theta~_t)`` and the same for ``theta~``,
-    with the exact gradient of :func:`sxor.population_grad`. ``eta`` is a float or a tensor
+    with the exact gradient of :func:`sxor.population.population_grad`. ``eta`` is a float or a tensor
     broadcasting against the batch shape (one step size per instance).
     """
     _check_steps(steps)
@@ -72,7 +72,8 @@ def population_descent(
         masses.append(target_masses(g, h, support))
         wins.append(success(loss, g, h, support))
         if t < steps:
-            # A diverging run (too large eta) turns non-finite and stays so; it is recorded, not raised.
+            # A diverging run (too large eta) turns non-finite and stays so; it is recorded, not raised
+            # (the private, unchecked gradient of sxor.population: the public one rejects non-finite queries).
             grad, grad_tilde = _grad(V, theta, theta_tilde, support, phi)
             theta, theta_tilde = theta - eta * grad, theta_tilde - eta * grad_tilde
     return Trajectory(torch.stack(losses), torch.stack(masses), torch.stack(wins), theta, theta_tilde)
@@ -157,8 +158,8 @@ def sample_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` fresh samples for each of ``S`` supports ``support [S, 2]``: ``x [S, n, d]``, ``y [S, n]``.
 
-    The batched form of :func:`sxor.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
-    :func:`sxor.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
+    The batched form of :func:`sxor.data.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
+    :func:`sxor.data.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
     """
     check_support(support, d)
     if support.dim() != 2:

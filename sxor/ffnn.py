@@ -16,10 +16,10 @@ import math
 from typing import NamedTuple
 
 import torch
-from .progress import progress
 
 from ._checks import check_dims, check_support, check_tensor
 from .data import sample_sparse_xor
+from .progress import progress
 
 #: Optimisers :func:`train_ffnn` accepts.
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}

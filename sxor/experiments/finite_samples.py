@@ -26,7 +26,7 @@ from ..population import loss_from_weights, one_step
 from ..sweeps import random_instances
 from . import register
 
-#: Step size of the one-step experiment: the ``eta -> infinity`` limit of the step.
+#: The step size ``eta = 10^12`` of the one-step experiment, i.e. the ``eta -> infinity`` limit of the step.
 ONE_STEP_ETA = 1e12
 #: Seed offset of the sample generators (distinct from the instance seeds).
 SAMPLE_SEED = 10**6

@@ -30,7 +30,7 @@ _VARIANT_SIZES = {
     "ci": {"d": [32], "m": 12, "seeds": 16, "steps": 30, "descent_etas": [10.0**e for e in range(1, 5)]},
     "full": {"d": [64, 128], "m": 24, "seeds": 100, "steps": 200, "descent_etas": [10.0 ** (e / 2) for e in range(2, 12)]},
 }
-#: Step sizes of the one-step comparison (large: the one-step regime of the paper).
+#: The step sizes ``eta = 10^0, ..., 10^12`` of the one-step comparison (large ``eta`` is the one-step regime of the paper).
 ONE_STEP_ETAS = [10.0**e for e in range(0, 13)]
 
 
