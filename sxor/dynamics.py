@@ -18,7 +18,7 @@ from ._checks import check_embeddings, check_finite, check_query, check_support,
 from .data import all_inputs, sparse_xor_labels
 from .metrics import success, target_masses
 from .model import attention_kind, scores
-from .population import OneStepResult, _checked, _grad, loss_from_weights
+from .population import OneStepResult, check_model_inputs, loss_from_weights, population_grad_unchecked
 
 
 def _check_eta(eta: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -60,7 +60,7 @@ def population_descent(
     broadcasting against the batch shape (one step size per instance).
     """
     _check_steps(steps)
-    _checked(V, theta0, theta_tilde0, support)
+    check_model_inputs(V, theta0, theta_tilde0, support)
     eta = _check_eta(eta, theta0).unsqueeze(-1)
     phi = attention_kind(kind)
     theta, theta_tilde = theta0, theta_tilde0
@@ -72,9 +72,8 @@ def population_descent(
         masses.append(target_masses(g, h, support))
         wins.append(success(loss, g, h, support))
         if t < steps:
-            # A diverging run (too large eta) turns non-finite and stays so; it is recorded, not raised
-            # (the private, unchecked gradient of sxor.population: the public one rejects non-finite queries).
-            grad, grad_tilde = _grad(V, theta, theta_tilde, support, phi)
+            # A diverging run (too large eta) turns non-finite and stays so; it is recorded, not raised.
+            grad, grad_tilde = population_grad_unchecked(V, theta, theta_tilde, support, kind)
             theta, theta_tilde = theta - eta * grad, theta_tilde - eta * grad_tilde
     return Trajectory(torch.stack(losses), torch.stack(masses), torch.stack(wins), theta, theta_tilde)
 

@@ -65,7 +65,8 @@ def grad_from_weights(
     return du_g, du_h
 
 
-def _checked(V, theta, theta_tilde, support):
+def check_model_inputs(V, theta, theta_tilde, support) -> None:
+    """Validate embeddings, both queries and the support together (shapes, ranges, finiteness)."""
     d, m = check_embeddings(V)
     check_query("theta", theta, m)
     check_query("theta_tilde", theta_tilde, m)
@@ -81,7 +82,7 @@ def population_loss(
     kind: str = "softmax",
 ) -> torch.Tensor:
     """Exact ``L = 1/2 E_x[(f(x) - y)^2]`` over ``x`` uniform on ``{+1,-1}^d``, shape ``[...]``."""
-    _checked(V, theta, theta_tilde, support)
+    check_model_inputs(V, theta, theta_tilde, support)
     phi = attention_kind(kind)
     return loss_from_weights(phi.weights(scores(V, theta)), phi.weights(scores(V, theta_tilde)), support)
 
@@ -98,11 +99,20 @@ def population_grad(
     Chain rule through ``s = V theta``: ``dL/dtheta = V^T J_phi(s)^T dL/dg``; for softmax
     ``J^T u = g * u - g <g, u>``.
     """
-    _checked(V, theta, theta_tilde, support)
-    return _grad(V, theta, theta_tilde, support, attention_kind(kind))
+    check_model_inputs(V, theta, theta_tilde, support)
+    return population_grad_unchecked(V, theta, theta_tilde, support, kind)
 
 
-def _grad(V, theta, theta_tilde, support, phi):
+def population_grad_unchecked(
+    V: torch.Tensor,
+    theta: torch.Tensor,
+    theta_tilde: torch.Tensor,
+    support: torch.Tensor,
+    kind: str = "softmax",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`population_grad` without input validation, for loops that check their inputs once
+    (and for trajectories allowed to diverge, whose non-finite queries must not raise)."""
+    phi = attention_kind(kind)
     s, s_tilde = scores(V, theta), scores(V, theta_tilde)
     g, h = phi.weights(s), phi.weights(s_tilde)
     du_g, du_h = grad_from_weights(g, h, support)
@@ -134,13 +144,13 @@ def one_step(
     Finite for ``eta`` up to ``1e12`` because softmax is evaluated with log-sum-exp.
     """
     theta_tilde0 = -theta0
-    _checked(V, theta0, theta_tilde0, support)
+    check_model_inputs(V, theta0, theta_tilde0, support)
     eta = torch.as_tensor(eta, dtype=theta0.dtype, device=theta0.device)
     check_finite("eta", eta)
     if bool((eta < 0).any()):
         raise ValueError("eta must be non-negative (a gradient *descent* step)")
     phi = attention_kind(kind)
-    grad, grad_tilde = _grad(V, theta0, theta_tilde0, support, phi)
+    grad, grad_tilde = population_grad_unchecked(V, theta0, theta_tilde0, support, kind)
     step = eta.unsqueeze(-1)
     theta1, theta_tilde1 = theta0 - step * grad, theta_tilde0 - step * grad_tilde
     g, h = phi.weights(scores(V, theta1)), phi.weights(scores(V, theta_tilde1))
