@@ -44,3 +44,48 @@ def success(
     """The success criterion of the module docstring, per instance."""
     masses = target_masses(attention, attention_tilde, support)
     return (loss < loss_threshold) & specialised(masses, mass_threshold)
+
+
+#: Names of the outcomes returned by :func:`failure_modes`, indexed by their integer code.
+FAILURE_MODES: tuple[str, ...] = ("success", "off_target", "same_target", "under_stepped")
+
+
+def failure_modes(
+    loss: torch.Tensor,
+    attention: torch.Tensor,
+    attention_tilde: torch.Tensor,
+    support: torch.Tensor,
+    *,
+    loss_threshold: float = 0.01,
+    mass_threshold: float = 0.9,
+) -> torch.Tensor:
+    """Classify each instance into one code of :data:`FAILURE_MODES` (exhaustive, exclusive):
+
+    * ``0 success``: :func:`success` holds;
+    * ``1 off_target``: otherwise, some head's largest weight is on a non-target position
+      (mass leaks to the wrong place);
+    * ``2 same_target``: otherwise, both heads' largest weights sit on the same target;
+    * ``3 under_stepped``: the heads' largest weights sit on different targets, but the loss or the
+      mass is short of its threshold (the step was too small to sharpen the attention).
+    """
+    ok = success(
+        loss, attention, attention_tilde, support, loss_threshold=loss_threshold, mass_threshold=mass_threshold
+    )
+    top, top_tilde = torch.broadcast_tensors(attention.argmax(-1), attention_tilde.argmax(-1))
+    support = support.to(top.device)
+    a, b = support[..., 0], support[..., 1]
+    on_target = lambda t: (t == a) | (t == b)  # noqa: E731
+    codes = torch.full(ok.shape, 3, dtype=torch.long, device=ok.device)
+    codes = torch.where(top == top_tilde, torch.full_like(codes, 2), codes)
+    codes = torch.where(~on_target(top) | ~on_target(top_tilde), torch.full_like(codes, 1), codes)
+    return torch.where(ok, torch.zeros_like(codes), codes)
+
+
+def mode_fractions(codes: torch.Tensor) -> dict[str, float]:
+    """Fraction of instances in each mode of :data:`FAILURE_MODES` (over all entries of ``codes``)."""
+    if codes.numel() == 0:
+        raise ValueError("codes is empty: no instances to classify")
+    if codes.is_floating_point() or bool(((codes < 0) | (codes >= len(FAILURE_MODES))).any()):
+        raise ValueError(f"codes must be integers in 0..{len(FAILURE_MODES) - 1}")
+    counts = torch.bincount(codes.flatten().cpu(), minlength=len(FAILURE_MODES))
+    return {name: float(c) / codes.numel() for name, c in zip(FAILURE_MODES, counts.tolist())}

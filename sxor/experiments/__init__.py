@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 
 #: Modules that register experiments; each chapter's sweeps live in one of them.
-MODULES: list[str] = []
+MODULES: list[str] = ["one_step", "variants", "finite_samples", "ffnn", "regularised"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,297 @@
+"""Sweeps of the chapter "One gradient step learns sparse XOR".
+
+* ``one-step-eta``: loss and success after one step against ``eta`` for several ``d`` (fixed
+  ``m``), to show that ``eta`` must scale like ``d^2``.
+* ``one-step-grid``: success probability and failure modes on a ``(d, m)`` grid at the grid step
+  ``eta = c d^2 ln d`` (:func:`sxor.analysis.grid_eta`) and in the ``eta -> infinity`` limit.
+
+Both use :func:`sxor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``), so a cell of the
+``ci`` size equals the same cell of the ``full`` size whenever both use the same number of seeds.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .. import analysis
+from ..metrics import FAILURE_MODES, failure_modes
+from ..model import attention
+from ..population import loss_from_weights, one_step
+from ..sweeps import Instances, sweep
+from . import register
+
+#: Embedding dimension of the ``eta`` sweep.
+ETA_SWEEP_M = 30
+#: ``eta / d^2`` values of the ``eta`` sweep.
+ETA_OVER_D2 = [float(x) for x in np.logspace(0, 5, 21)]
+#: ``c`` in ``eta = c d^2 ln d`` on the success grid.
+GRID_C = 100.0
+
+_ETA_SIZES = {
+    "ci": {"d": [64, 256], "seeds": 100},
+    "full": {"d": [64, 256, 1024, 4096, 16384], "seeds": 100},
+}
+_GRID_SIZES = {
+    "ci": {"cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]}, "seeds": {64: 200, 256: 200, 1024: 200}},
+    "full": {
+        "cells": {
+            **{d: range(4, 65, 4) for d in (64, 128, 256, 512, 1024, 2048, 4096)},
+            **{d: range(16, 49, 4) for d in (8192, 16384)},
+        },
+        "seeds": {64: 1000, 128: 1000, 256: 1000, 512: 1000, 1024: 400, 2048: 400, 4096: 200, 8192: 200, 16384: 200},
+    },
+}
+
+
+def _check_size(size: str, sizes: dict) -> dict:
+    if size not in sizes:
+        raise ValueError(f"size must be one of {sorted(sizes)}, got {size!r}")
+    return sizes[size]
+
+
+def _mode_counts(codes: torch.Tensor) -> dict[str, int]:
+    counts = torch.bincount(codes.flatten(), minlength=len(FAILURE_MODES)).tolist()
+    return dict(zip(FAILURE_MODES, counts))
+
+
+def eta_measure(etas: list[float]):
+    """A :func:`sxor.sweeps.sweep` measure: loss and failure mode after one step for each ``eta``
+    (``loss [S, E]``, ``mode [S, E]``). One call per ``eta`` keeps memory at one chunk's size
+    (a batched ``eta`` would broadcast ``V`` to ``[E, S, d, m]``)."""
+
+    def measure(batch: Instances) -> dict[str, torch.Tensor]:
+        losses, modes = [], []
+        for eta in etas:
+            out = one_step(batch.V, batch.theta0, batch.support, eta)
+            losses.append(out.loss)
+            modes.append(failure_modes(out.loss, out.attention, out.attention_tilde, batch.support))
+        return {"loss": torch.stack(losses, -1), "mode": torch.stack(modes, -1)}
+
+    return measure
+
+
+@register("one-step-eta", "loss and success after one step against eta/d^2, several d", plot=lambda r: plot_eta(r))
+def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    cfg = _check_size(size, _ETA_SIZES)
+    records = []
+    for d in cfg["d"]:
+        etas = [c * d**2 for c in ETA_OVER_D2]
+        out = sweep(eta_measure(etas), cfg["seeds"], d, ETA_SWEEP_M, device=device, desc=f"eta sweep d={d}")
+        for k, c in enumerate(ETA_OVER_D2):
+            loss = out["loss"][:, k]
+            records.append(
+                {
+                    "d": d,
+                    "eta_over_d2": c,
+                    "lambda": float(analysis.natural_step(c * d**2, d, ETA_SWEEP_M)),
+                    "median_loss": float(loss.median()),
+                    "mean_loss": float(loss.mean()),
+                    **_mode_counts(out["mode"][:, k]),
+                }
+            )
+    return {"m": ETA_SWEEP_M, "seeds": cfg["seeds"], "eta_over_d2": ETA_OVER_D2}, records
+
+
+def grid_measure(eta: float):
+    """A sweep measure for the success grid: failure mode at step ``eta`` and in the argmax limit."""
+
+    def measure(batch: Instances) -> dict[str, torch.Tensor]:
+        out = one_step(batch.V, batch.theta0, batch.support, eta)
+        limit = analysis.argmax_limit(batch.V, batch.theta0, batch.support)
+        d = batch.V.shape[-2]
+        hard = torch.nn.functional.one_hot(limit.head, d).to(batch.V)
+        hard_tilde = torch.nn.functional.one_hot(limit.head_tilde, d).to(batch.V)
+        hard_loss = loss_from_weights(hard, hard_tilde, batch.support)
+        return {
+            "mode": failure_modes(out.loss, out.attention, out.attention_tilde, batch.support),
+            "limit_mode": failure_modes(hard_loss, hard, hard_tilde, batch.support),
+            "loss": out.loss,
+        }
+
+    return measure
+
+
+@register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
+def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    cfg = _check_size(size, _GRID_SIZES)
+    records = []
+    for d, ms in cfg["cells"].items():
+        eta = analysis.grid_eta(d, GRID_C)
+        for m in ms:
+            out = sweep(grid_measure(eta), cfg["seeds"][d], d, m, device=device, desc=f"grid d={d} m={m}")
+            limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
+            records.append(
+                {"d": d, "m": m, "seeds": cfg["seeds"][d], "eta": eta, "median_loss": float(out["loss"].median()),
+                 **_mode_counts(out["mode"]), **limit}
+            )
+    return {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(k): v for k, v in cfg["seeds"].items()}}, records
+
+
+def success_curves(records: list[dict], key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``{d: (ms, rates)}`` from grid records with ``rates = record[key] / seeds``; a key
+    ``"no_<name>"`` gives the complement ``1 - record[name] / seeds`` (e.g. ``"no_limit_off_target"``)."""
+    curves: dict[int, tuple[list, list]] = {}
+    for r in sorted(records, key=lambda r: (r["d"], r["m"])):
+        ms, rates = curves.setdefault(r["d"], ([], []))
+        ms.append(r["m"])
+        if key.startswith("no_"):
+            rates.append(1 - r[key[3:]] / r["seeds"])
+        else:
+            rates.append(r[key] / r["seeds"])
+    return {d: (np.array(ms), np.array(rates)) for d, (ms, rates) in curves.items()}
+
+
+def m95_by_d(records: list[dict], key: str = "success", target: float = 0.95) -> dict[int, float]:
+    """Smallest ``m`` reaching ``target`` for each ``d`` (:func:`sxor.analysis.smallest_m`) on the
+    curves of :func:`success_curves`."""
+    return {d: analysis.smallest_m(ms, rates, target) for d, (ms, rates) in success_curves(records, key).items()}
+
+
+def plot_eta(results: dict):
+    """Median loss after one step against ``eta / d^2`` and ``eta / (d^2 ln d)``, and the success
+    rate against ``eta / d^2`` (losses below ``1e-16`` are drawn at ``1e-16``)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for d in sorted({r["d"] for r in results["records"]}):
+        rows = [r for r in results["records"] if r["d"] == d]
+        x = np.array([r["eta_over_d2"] for r in rows])
+        y = np.maximum([r["median_loss"] for r in rows], 1e-16)
+        rate = np.array([r["success"] for r in rows]) / results["params"]["seeds"]
+        axes[0].loglog(x, y, "o-", ms=3, label=f"d = {d}")
+        axes[1].loglog(x / math.log(d), y, "o-", ms=3, label=f"d = {d}")
+        axes[2].semilogx(x, rate, "o-", ms=3, label=f"d = {d}")
+    axes[0].set(xlabel=r"$\eta / d^2$", ylabel="median population loss after one step", title=r"loss against $\eta/d^2$")
+    axes[1].set(xlabel=r"$\eta / (d^2 \ln d)$", ylabel="median population loss after one step",
+                title=r"loss against $\eta/(d^2\ln d)$")
+    axes[2].set(xlabel=r"$\eta / d^2$", ylabel="success rate", title="success rate against $\\eta/d^2$", ylim=(0, 1.02))
+    for ax in axes[:2]:
+        ax.axhline(0.01, color="k", ls=":", lw=1)
+        ax.set_ylim(5e-17, 2)
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle(f"One step from the antisymmetric init, m = {results['params']['m']}, "
+                 f"{results['params']['seeds']} seeds per point")
+    fig.tight_layout()
+    return fig
+
+
+def plot_grid(results: dict):
+    """Success rate against ``m`` for each ``d`` and the smallest ``m`` reaching 95% against ``ln d``."""
+    import matplotlib.pyplot as plt
+
+    records = results["records"]
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    curves = success_curves(records)
+    colors = plt.cm.viridis(np.linspace(0, 0.9, len(curves)))
+    for color, (d, (ms, rates)) in zip(colors, curves.items()):
+        axes[0].plot(ms, rates, "o-", ms=3, color=color, label=f"d = {d}")
+        ms_lim, rates_lim = success_curves(records, "limit_success")[d]
+        axes[0].plot(ms_lim, rates_lim, "--", color=color, lw=1)
+    axes[0].axhline(0.95, color="k", ls=":", lw=1)
+    axes[0].set(xlabel="embedding dimension m", ylabel="success rate",
+                title=r"solid: $\eta = %g\,d^2\ln d$; dashed: $\eta\to\infty$" % results["params"]["c"])
+    axes[0].legend(fontsize=8, ncol=2)
+    series = [("success", "o", r"success $\geq$ 95%, $\eta=c\,d^2\ln d$"),
+              ("no_limit_off_target", "s", r"off-target $\leq$ 5%, $\eta\to\infty$")]
+    for key, marker, label in series:
+        m95 = m95_by_d(records, key)
+        d = np.array([k for k, v in m95.items() if np.isfinite(v)])
+        axes[1].plot(np.log(d), [m95[k] for k in d], marker, mfc="none" if marker == "s" else None, label=label)
+    m_off = m95_by_d(records, "no_limit_off_target")
+    d = np.array([k for k, v in m_off.items() if np.isfinite(v)])
+    if len(d) >= 2:
+        fits = analysis.fit_log_models(d, [m_off[k] for k in d])
+        grid = np.linspace(np.log(d).min(), np.log(d).max(), 50)
+        for name, fit in fits.items():
+            x = grid if name == "log d" else grid**2
+            axes[1].plot(grid, fit.intercept + fit.slope * x, "-", lw=1,
+                         label=f"off-target fit {fit.intercept:.1f} + {fit.slope:.2f} {name} (rms {fit.rms_residual:.2f})")
+    axes[1].set(xlabel=r"$\ln d$", ylabel="smallest sufficient m", title="smallest m reaching the 95% / 5% level")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+_PREDICTION_SIZES = {
+    "ci": {"d": [64, 1024], "m": list(range(8, 41, 8)), "samples": 2000},
+    "full": {"d": [2**k for k in range(6, 21)], "m": list(range(4, 65, 2)), "samples": 20000},
+}
+
+
+@register("one-step-prediction", "leading-order prediction of the eta -> infinity success rate on a (d, m) grid",
+          plot=lambda r: plot_prediction(r))
+def run_prediction(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """Predicted failure rates of the argmax limit: off-target band (:func:`sxor.analysis.predicted_off_target`)
+    and same-target (:func:`sxor.analysis.predicted_same_target`); no sweep over instances."""
+    cfg = _check_size(size, _PREDICTION_SIZES)
+    records = []
+    for m in cfg["m"]:
+        for d in cfg["d"]:
+            off = analysis.predicted_off_target(d, m, samples=cfg["samples"], seed=0)
+            records.append({"d": d, "m": m, "off_target_low": float(off.lower), "off_target_high": float(off.upper),
+                            "same_target": float(analysis.predicted_same_target(d))})
+    return {"samples": cfg["samples"]}, records
+
+
+def predicted_m95(records: list[dict], bound: str, target: float = 0.95, same_target: bool = True) -> dict[int, float]:
+    """Smallest ``m`` with predicted success ``1 - off_target_<bound> - same_target >= target``, per
+    ``d``; ``same_target=False`` leaves out the ``m``-independent same-target failures."""
+    out = {}
+    for d in sorted({r["d"] for r in records}):
+        rows = sorted((r for r in records if r["d"] == d), key=lambda r: r["m"])
+        rates = [1 - r[f"off_target_{bound}"] - (r["same_target"] if same_target else 0.0) for r in rows]
+        out[d] = analysis.smallest_m([r["m"] for r in rows], rates, target)
+    return out
+
+
+def plot_prediction(results: dict):
+    """Predicted smallest ``m`` for 95% success (argmax limit) against ``ln d``."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for bound, style in [("low", "v-"), ("high", "^-")]:
+        m95 = predicted_m95(results["records"], bound)
+        d = np.array([k for k, v in m95.items() if np.isfinite(v)])
+        ax.plot(np.log(d), [m95[k] for k in d], style, ms=4, label=f"prediction, off-target {bound}er bound")
+    grid = np.linspace(np.log(64), np.log(2**20), 20)
+    ax.plot(grid, 2 * grid / math.log(2), "k:", label=r"$2\log_2 d$")
+    ax.set(xlabel=r"$\ln d$", ylabel="predicted smallest m with 95% success",
+           title=r"Leading-order prediction, $\eta\to\infty$")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_attention(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, etas: list[float], title: str = ""):
+    """Both heads' attention before the step and after one step of each size in ``etas``, for one
+    instance: head 1 drawn upwards, head 2 downwards, the two targets marked."""
+    import matplotlib.pyplot as plt
+
+    d = V.shape[-2]
+    fig, axes = plt.subplots(1, len(etas) + 1, figsize=(4.2 * (len(etas) + 1), 3.8))
+    panels = [("before the step (antisymmetric init)", (attention(V, theta0), attention(V, -theta0)))]
+    for eta in etas:
+        out = one_step(V, theta0, support, eta)
+        panels.append((rf"after one step, $\eta/d^2$ = {eta / d**2:.3g}" + f"\nloss = {float(out.loss):.2e}",
+                       (out.attention, out.attention_tilde)))
+    positions = np.arange(d)
+    for ax, (label, (g, h)) in zip(axes, panels):
+        ax.vlines(positions, 0, g.numpy(), color="tab:blue", lw=2, label=r"head 1 ($\theta$)")
+        ax.vlines(positions, 0, -h.numpy(), color="tab:orange", lw=2, label=r"head 2 ($\tilde\theta$), drawn downwards")
+        top = 1.15 * float(max(g.max(), h.max()))
+        for t, name in zip(support.tolist(), ("i*", "j*")):
+            ax.plot([t, t], [-top, top], color="k", ls=":", lw=1)
+            ax.annotate(name, (t, top), ha="center", va="bottom", fontsize=9)
+        ax.set(xlabel="position i", title=label, ylim=(-1.2 * top, 1.2 * top))
+    axes[0].set_ylabel("attention weight (head 2 negated)")
+    axes[0].text(0.02, 0.95, "scale ~ 1/d", transform=axes[0].transAxes, fontsize=8, va="top")
+    axes[0].legend(fontsize=8, loc="lower left")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
