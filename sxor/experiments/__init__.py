@@ -41,6 +41,13 @@ def register(name: str, description: str, plot: Callable[[dict], object] | None 
     return wrap
 
 
+def size_config(size: str, sizes: dict[str, dict]) -> dict:
+    """The configuration of ``size`` (``"ci"`` or ``"full"``) from an experiment's ``sizes`` table."""
+    if size not in sizes:
+        raise ValueError(f"size must be one of {sorted(sizes)}, got {size!r}")
+    return sizes[size]
+
+
 def load_all() -> dict[str, Experiment]:
     """Import every experiment module and return the registry."""
     for module in MODULES:

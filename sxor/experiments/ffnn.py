@@ -16,7 +16,7 @@ from ..ffnn import parameter_count, smallest_width
 from ..metrics import success
 from ..population import one_step
 from ..sweeps import Instances, sweep
-from . import register
+from . import register, size_config
 from .one_step import GRID_C
 
 #: Hyper-parameters of every FFNN run (Adam, fresh batches, validation check every 25 steps).
@@ -70,9 +70,7 @@ def ffnn_smallest(records: list[dict]) -> dict[int, dict]:
 @register("ffnn", "smallest FFNN reaching test loss < 0.01 against d, beside the transformer's 2m",
           plot=lambda r: plot_parameters(r))
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    if size not in _SIZES:
-        raise ValueError(f"size must be one of {sorted(_SIZES)}, got {size!r}")
-    cfg = _SIZES[size]
+    cfg = size_config(size, _SIZES)
     records = []
     for d in cfg["ffnn_d"]:
         found = smallest_width(d, cfg["widths"], (0, d - 1), restarts=cfg["restarts"], max_steps=cfg["max_steps"],

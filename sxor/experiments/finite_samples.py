@@ -24,7 +24,7 @@ from ..metrics import success
 from ..model import attention_kind, scores
 from ..population import loss_from_weights, one_step
 from ..sweeps import random_instances
-from . import register
+from . import register, size_config
 
 #: The step size ``eta = 10^12`` of the one-step experiment, i.e. the ``eta -> infinity`` limit of the step.
 ONE_STEP_ETA = 1e12
@@ -41,12 +41,6 @@ _SGD_SIZES = {
     "ci": {"d": [16, 32], "m": 24, "seeds": 30, "steps": 100},
     "full": {"d": [16, 32, 64, 96], "m": 24, "seeds": 60, "steps": 150},
 }
-
-
-def _check_size(size: str, sizes: dict) -> dict:
-    if size not in sizes:
-        raise ValueError(f"size must be one of {sorted(sizes)}, got {size!r}")
-    return sizes[size]
 
 
 def streamed_empirical_step(
@@ -93,7 +87,7 @@ def n_grid(d: int, max_n: int) -> list[int]:
 
 @register("finite-samples", "one empirical step on n fresh samples: success rate against n, several d", plot=lambda r: plot_finite_samples(r))
 def run_finite_samples(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = _check_size(size, _SIZES)
+    cfg = size_config(size, _SIZES)
     records = []
     for d in cfg["d"]:
         inst = random_instances(cfg["seeds"], d, cfg["m"], device=device)
@@ -225,7 +219,7 @@ def plot_finite_samples(results: dict, fit: dict | None = None, target: float | 
 
 @register("finite-samples-sgd", "mini-batch SGD (batch 4d, eta 0.3 d^2): samples seen until success", plot=lambda r: plot_sgd(r))
 def run_sgd(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = _check_size(size, _SGD_SIZES)
+    cfg = size_config(size, _SGD_SIZES)
     records = []
     for d in cfg["d"]:
         inst = random_instances(cfg["seeds"], d, cfg["m"], device=device)

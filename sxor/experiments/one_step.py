@@ -21,7 +21,7 @@ from ..metrics import FAILURE_MODES, failure_modes
 from ..model import attention
 from ..population import loss_from_weights, one_step
 from ..sweeps import Instances, sweep
-from . import register
+from . import register, size_config
 
 #: Embedding dimension of the ``eta`` sweep.
 ETA_SWEEP_M = 30
@@ -44,12 +44,6 @@ _GRID_SIZES = {
         "seeds": {64: 1000, 128: 1000, 256: 1000, 512: 1000, 1024: 400, 2048: 400, 4096: 200, 8192: 200, 16384: 200},
     },
 }
-
-
-def _check_size(size: str, sizes: dict) -> dict:
-    if size not in sizes:
-        raise ValueError(f"size must be one of {sorted(sizes)}, got {size!r}")
-    return sizes[size]
 
 
 def _mode_counts(codes: torch.Tensor) -> dict[str, int]:
@@ -75,7 +69,7 @@ def eta_measure(etas: list[float]):
 
 @register("one-step-eta", "loss and success after one step against eta/d^2, several d", plot=lambda r: plot_eta(r))
 def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = _check_size(size, _ETA_SIZES)
+    cfg = size_config(size, _ETA_SIZES)
     records = []
     for d in cfg["d"]:
         etas = [c * d**2 for c in ETA_OVER_D2]
@@ -116,7 +110,7 @@ def grid_measure(eta: float):
 
 @register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
 def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = _check_size(size, _GRID_SIZES)
+    cfg = size_config(size, _GRID_SIZES)
     records = []
     for d, ms in cfg["cells"].items():
         eta = analysis.grid_eta(d, GRID_C)
@@ -227,7 +221,7 @@ _PREDICTION_SIZES = {
 def run_prediction(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Predicted failure rates of the argmax limit: off-target band (:func:`sxor.analysis.predicted_off_target`)
     and same-target (:func:`sxor.analysis.predicted_same_target`); no sweep over instances."""
-    cfg = _check_size(size, _PREDICTION_SIZES)
+    cfg = size_config(size, _PREDICTION_SIZES)
     records = []
     for m in cfg["m"]:
         for d in cfg["d"]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from ..interp.training import init_parameters, perturbed, tikhonov_data, train
-from . import register
+from . import register, size_config
 
 _SIZES = {
     "ci": {"N": 10, "n": 20, "d": 16, "epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "steps": 200, "lr": 1e-2, "sigma": 0.01,
@@ -95,7 +95,7 @@ def plot_regularised(results: dict):
 @register("regularised", "Tikhonov: training loss vs weight decay epsilon (N=10, d=16, one block)",
           plot=plot_regularised)
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    params = dict(_SIZES[size])
+    params = dict(size_config(size, _SIZES))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matrices: one thread is fastest and immune to oversubscription
     try:

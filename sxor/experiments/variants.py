@@ -21,7 +21,7 @@ from ..dynamics import first_success, parity_descent, parity_inits, population_d
 from ..metrics import success
 from ..population import one_step
 from ..sweeps import Instances, random_instances, sweep
-from . import register
+from . import register, size_config
 
 #: The attention kinds compared.
 KINDS = ["softmax", "linear", "erf"]
@@ -32,12 +32,6 @@ _VARIANT_SIZES = {
 }
 #: The step sizes ``eta = 10^0, ..., 10^12`` of the one-step comparison (large ``eta`` is the one-step regime of the paper).
 ONE_STEP_ETAS = [10.0**e for e in range(0, 13)]
-
-
-def _check_size(size: str, sizes: dict) -> dict:
-    if size not in sizes:
-        raise ValueError(f"size must be one of {sorted(sizes)}, got {size!r}")
-    return sizes[size]
 
 
 def variants_measure(kind: str, descent_etas: list[float], steps: int):
@@ -74,7 +68,7 @@ def _finite_or_none(x: float) -> float | None:
 
 @register("variants", "softmax vs linear vs erf attention: one step and T steps of population GD", plot=lambda r: plot_variants(r))
 def run_variants(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = _check_size(size, _VARIANT_SIZES)
+    cfg = size_config(size, _VARIANT_SIZES)
     records = []
     for d in cfg["d"]:
         for kind in KINDS:
@@ -167,7 +161,7 @@ def k3_instances(num: int, d: int, m: int, scheme: str, *, seed: int = 0, device
 
 @register("k3-parity", "three heads on 3-sparse parity: population GD from three init schemes", plot=lambda r: plot_k3(r))
 def run_k3(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = _check_size(size, _K3_SIZES)
+    cfg = size_config(size, _K3_SIZES)
     records = []
     for scheme in INIT_SCHEMES:
         V, thetas0, support = k3_instances(cfg["seeds"], cfg["d"], cfg["m"], scheme, device=device)
