@@ -237,6 +237,26 @@ def test_plots_draw():
     plt.close(fig)
 
 
+def test_plot_tokens_marks_multiplicity_and_targets():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sxor.interp.plots import plot_tokens
+
+    X = [as_exact([[0, 0], [0, 0], [1, 2]]), as_exact([[3, 1], [2, 2]])]
+    Y = [as_exact([[4, 1]]), as_exact([[-1, 3], [3, 4]])]
+    fig, ax = plt.subplots()
+    plot_tokens(ax, X, Y, title="t")
+    assert len(ax.collections) == 4                     # two sequences, two target sets
+    sizes = sorted(ax.collections[0].get_sizes())        # the doubled token is drawn larger
+    assert sizes == [40, 65]
+    assert ax.get_legend() is not None and ax.get_title() == "t" and ax.get_xlabel() == "$x_1$"
+    with pytest.raises(ValueError, match="sequence 0"):
+        plot_tokens(ax, [as_exact([[1, 2, 3]])])
+    plt.close(fig)
+
 def test_snap_layers_collapse_clusters_in_higher_dimension():
     # three clusters in R^4 with separated projections on v: three width-3 snap layers, the
     # first maps onto the line p + R q, the next two act on that line (q = v / |v|^2)

@@ -8,9 +8,22 @@ arXiv 2502.02270).
   random admissible instances).
 * :mod:`sxor.interp.softmax`: softmax near hardmax (gaps, bounds), snap layers, and rigorous
   rational enclosures.
+* :mod:`sxor.interp.construct`: this book's exact interpolation construction (hardmax, and
+  softmax within a proven bound), its block and parameter counts.
+* :mod:`sxor.interp.baseline`: the ResNet-on-flattened-sequences interpolation baseline.
+* :mod:`sxor.interp.training`: the regularised (Tikhonov) training experiment.
+* :mod:`sxor.interp.plots`: drawings of 2-D token clouds.
 """
 
 from .clustering import attention_trajectory, convex_hull_2d, distinct_points, leaders
+from .construct import (
+    InterpolatingTransformer,
+    check_dataset,
+    construct,
+    interpolation_errors,
+    random_dataset,
+    softmax_certificate,
+)
 from .layers import (
     as_exact,
     attention_scores,
@@ -25,10 +38,13 @@ from .lemmas import identity_layer, identity_matrix, rank_one_layer
 from .softmax import feed_forward_enclosure, snap_layer, softmax_attention_enclosure
 
 __all__ = [
+    "InterpolatingTransformer",
     "as_exact",
     "attention_scores",
     "attention_trajectory",
     "attention_weights",
+    "check_dataset",
+    "construct",
     "convex_hull_2d",
     "distinct_points",
     "feed_forward",
@@ -37,14 +53,13 @@ __all__ = [
     "hausdorff_squared",
     "identity_layer",
     "identity_matrix",
+    "interpolation_errors",
     "is_exact",
     "leaders",
+    "random_dataset",
     "rank_one_layer",
     "self_attention",
     "snap_layer",
     "softmax_attention_enclosure",
+    "softmax_certificate",
 ]
-
-from .construct import InterpolatingTransformer, check_dataset, construct, interpolation_errors, random_dataset, softmax_certificate  # noqa: E402,I001
-
-__all__ += ["InterpolatingTransformer", "check_dataset", "construct", "interpolation_errors", "random_dataset", "softmax_certificate"]

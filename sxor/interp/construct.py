@@ -241,8 +241,10 @@ class InterpolatingTransformer:
 
     @property
     def tau_max(self) -> float:
-        """Softmax threshold: ``epsilon(tau) < radius`` for ``0 < tau < tau_max`` (``inf`` when
-        ``spread <= radius``). Hardmax transformers return 0."""
+        """The largest temperature of the softmax guarantee.
+
+        ``tau_max = gap / log(spread / radius)``, so that ``epsilon(tau) < radius`` for
+        ``0 < tau < tau_max`` (``inf`` when ``spread <= radius``). Hardmax transformers return 0."""
         if self.gap is None:
             return 0.0
         ratio = self.spread / self.radius
@@ -663,7 +665,7 @@ def _collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Frac
 def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence) -> list[Fraction]:
     """Squared Hausdorff distances ``d_H(T(X_j), Y_j)^2``, exact Fractions. Hardmax: the exact
     outputs. Softmax: the outputs with the collapse replaced by the midpoint of its rigorous
-    enclosure (see :meth:`SALayer.__call__` and :func:`softmax_certificate`)."""
+    enclosure (see ``SALayer.__call__`` and :func:`softmax_certificate`)."""
     X, Y = check_dataset(inputs, targets)
     return [hausdorff_squared(out, y) for out, y in zip(T.map(X), Y)]
 

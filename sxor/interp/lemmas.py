@@ -38,17 +38,17 @@ def identity_matrix(d: int) -> np.ndarray:
 
 
 def rank_one_layer(v: object) -> dict[str, object]:
-    """Parameters ``A = v v^T``, ``rho = 0``, ``V = I`` of Lemma (a), for ``self_attention(X, **p)``."""
+    """Parameters ``A = v v^T``, ``rho = 0``, ``V = I`` of Lemma A, for ``self_attention(X, **p)``."""
     v = as_exact(v, "v")
     if v.ndim != 1 or v.shape[0] == 0:
         raise ValueError(f"v must be a non-empty vector, got shape {v.shape}")
     if all(x == 0 for x in v):
-        raise ValueError("v must be nonzero (A = v v^T = 0 is the mean collapse, not Lemma (a))")
+        raise ValueError("v must be nonzero (A = v v^T = 0 is the mean collapse, not Lemma A)")
     return {"A": np.outer(v, v), "rho": Fraction(0), "V": identity_matrix(v.shape[0])}
 
 
 def identity_layer(d: int) -> dict[str, object]:
-    """Parameters ``A = I``, ``rho = 0``, ``V = I`` of Lemmas (b) and (c)."""
+    """Parameters ``A = I``, ``rho = 0``, ``V = I`` of Lemmas B and C."""
     return {"A": identity_matrix(d), "rho": Fraction(0), "V": identity_matrix(d)}
 
 
@@ -80,13 +80,13 @@ def rank_one_sets(X: object, v: object) -> list[list[int]]:
 
 
 def rank_one_prediction(X: object, v: object) -> np.ndarray:
-    """Lemma (a)'s output: token ``i`` goes to the mean of :func:`rank_one_sets` ``[i]``."""
+    """Lemma A's output: token ``i`` goes to the mean of :func:`rank_one_sets` ``[i]``."""
     X = _tokens(X)
     return np.array([_mean(X, C) for C in rank_one_sets(X, v)], dtype=object)
 
 
 def rank_one_violations(X: object, v: object) -> list[str]:
-    """The hypotheses of Lemma (a) that fail: ``<v, x_i> != 0`` for all ``i``, and a unique token
+    """The hypotheses of Lemma A that fail: ``<v, x_i> != 0`` for all ``i``, and a unique token
     of largest (smallest) projection when some projection is positive (negative). Empty when
     the lemma applies."""
     X, v = _tokens(X), as_exact(v, "v")
@@ -114,13 +114,13 @@ def box_sets(X: object, R: object) -> list[list[int]]:
 
 
 def box_prediction(X: object, R: object) -> np.ndarray:
-    """Lemma (b)'s output: token ``i`` goes to the mean of :func:`box_sets` ``[i]``."""
+    """Lemma B's output: token ``i`` goes to the mean of :func:`box_sets` ``[i]``."""
     X = _tokens(X)
     return np.array([_mean(X, C) for C in box_sets(X, R)], dtype=object)
 
 
 def box_violations(X: object, R: object) -> list[str]:
-    """Why Lemma (b) (every token collapses onto ``R 1``) fails, empty when it holds: a token
+    """Why Lemma B (every token collapses onto ``R 1``) fails, empty when it holds: a token
     outside ``[0, R]^d``, no corner token, or a token ``x_i`` and a token ``x_j != R 1`` with
     ``x_jk = R`` on all of ``supp(x_i)`` (a tie with the corner)."""
     X, R = _tokens(X), as_exact(R, "R").item()
@@ -136,7 +136,7 @@ def box_violations(X: object, R: object) -> list[str]:
 
 
 def outermost_tokens(X: object) -> list[int]:
-    """Indices of the tokens of largest Euclidean norm (those Lemma (c) keeps fixed)."""
+    """Indices of the tokens of largest Euclidean norm (those Lemma C keeps fixed)."""
     X = _tokens(X)
     norms = [sum((x * x for x in row), Fraction(0)) for row in X]
     return [i for i, r in enumerate(norms) if r == max(norms)]
@@ -159,7 +159,7 @@ def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: 
 
 
 def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Random ``(X [n, d], v [d])`` satisfying Lemma (a)'s hypotheses (redrawn until they do)."""
+    """Random ``(X [n, d], v [d])`` satisfying Lemma A's hypotheses (redrawn until they do)."""
     while True:
         X = random_rationals((n, d), generator)
         v = random_rationals((d,), generator, bound=3, den=3)
@@ -169,7 +169,7 @@ def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tupl
 
 def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
     """Random ``(X [n, d], R)``: the corner ``R 1`` and ``n - 1`` other distinct tokens in
-    ``(0, R]^d`` (all coordinates positive, the sufficient hypothesis of Lemma (b)), shuffled."""
+    ``(0, R]^d`` (all coordinates positive, the sufficient hypothesis of Lemma B), shuffled."""
     R = Fraction(int(torch.randint(1, 6, (), generator=generator)), int(torch.randint(1, 4, (), generator=generator)))
     rows = [[R] * d]
     while len(rows) < n:

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 
 from .clustering import convex_hull_2d
 from .layers import Array
 
 
+MARKERS = ["o", "*", "^", "s", "P", "X", "v", "D"]
+COLORS = ["tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:red", "tab:brown", "tab:pink", "tab:olive"]
+
+
 def _float(a: Array) -> np.ndarray:
+    """Tensor, float array or Fraction array as a float64 numpy array."""
     return np.asarray(a.detach().cpu() if hasattr(a, "detach") else a, dtype=np.float64)
+
+
+def _label_plane(ax, title: str | None):
+    """Axis labels ``x_1, x_2``, equal aspect and the optional title of every drawing here."""
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    ax.set_aspect("equal", adjustable="datalim")
+    if title:
+        ax.set_title(title)
+    return ax
 
 
 def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: bool = True, title: str | None = None):
@@ -29,12 +46,7 @@ def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: 
         H = convex_hull_2d(T[0])
         ring = T[0, H + H[:1]]
         ax.plot(ring[:, 0], ring[:, 1], "k--", lw=0.8, label="convex hull", zorder=1)
-    ax.set_xlabel("$x_1$")
-    ax.set_ylabel("$x_2$")
-    ax.set_aspect("equal", adjustable="datalim")
-    if title:
-        ax.set_title(title)
-    return ax
+    return _label_plane(ax, title)
 
 
 def plot_before_after(ax, X: Array, Y: Array, *, title: str | None = None, highlight: list[int] | None = None):
@@ -51,9 +63,26 @@ def plot_before_after(ax, X: Array, Y: Array, *, title: str | None = None, highl
     if highlight:
         ax.scatter(X[highlight, 0], X[highlight, 1], s=180, facecolor="none", edgecolor="k", label="hypothesis fails",
                    zorder=4)
-    ax.set_xlabel("$x_1$")
-    ax.set_ylabel("$x_2$")
-    ax.set_aspect("equal", adjustable="datalim")
-    if title:
-        ax.set_title(title)
+    return _label_plane(ax, title)
+
+
+def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, title: str | None = None,
+                legend: bool = True):
+    """Scatter the 2-D tokens of each sequence ``X_j [n_j, 2]`` (own marker and colour; the size
+    grows with the number of tokens at one point) and, if given, the targets ``Y_j [m_j, 2]`` as open
+    diamonds of the same colour (chapters 13 and 14)."""
+    for j, X in enumerate(sequences):
+        pts = _float(X)
+        if pts.ndim != 2 or pts.shape[1] != 2:
+            raise ValueError(f"sequence {j} must have shape [n, 2], got {pts.shape}")
+        uniq, counts = np.unique(pts, axis=0, return_counts=True)
+        ax.scatter(uniq[:, 0], uniq[:, 1], s=40 + 25 * (counts - 1), marker=MARKERS[j % 8], color=COLORS[j % 8],
+                   alpha=0.8, label=f"$X_{j + 1}$" + (f" ({len(pts)} tokens)" if len(uniq) < len(pts) else ""))
+    for j, Y in enumerate(targets if targets is not None else []):
+        y = _float(Y)
+        ax.scatter(y[:, 0], y[:, 1], s=150, marker="D", facecolors="none", edgecolors=COLORS[j % 8], lw=1.5,
+                   label=f"$Y_{j + 1}$")
+    _label_plane(ax, title)
+    if legend:
+        ax.legend(fontsize=8, loc="best")
     return ax

@@ -24,8 +24,8 @@ import math
 from dataclasses import dataclass
 
 import torch
-from ..progress import progress
 
+from ..progress import progress
 from .layers import feed_forward, hausdorff_squared, self_attention
 
 PARAMETER_NAMES = ("q", "k", "rho", "V", "eta", "W", "U", "b")
