@@ -84,3 +84,28 @@ def test_widget_cells_are_not_compared_and_setup_is_used(path):
     for cell in cells:
         if re.search(r"\binteract(ive)?\s*\(|widgets\.", cell.source):
             assert "nbval-ignore-output" in cell.metadata.get("tags", []), f"{path.name}: untagged widget cell"
+
+
+def test_package_knows_the_configured_repository():
+    from sxor.results import REPOSITORY
+
+    assert REPOSITORY == CONFIG["repository"]["url"]
+
+
+def test_committed_results_load_from_the_checkout():
+    from sxor.results import RESULTS_DIR, committed_results
+
+    for path in sorted(RESULTS_DIR.glob("*.json")):
+        assert committed_results(path.stem) == __import__("json").loads(path.read_text())
+
+
+def test_missing_results_raise_a_clear_error(monkeypatch, tmp_path):
+    import sxor.results as results
+
+    def offline(*args, **kwargs):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path)
+    monkeypatch.setattr(results.urllib.request, "urlopen", offline)
+    with pytest.raises(ValueError, match="no results file 'nope'"):
+        results.committed_results("nope")
