@@ -8,6 +8,7 @@ a fresh kernel. The Colab cell must point at the repository URL set once in ``_c
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import nbformat
@@ -18,23 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
+sys.path.insert(0, str(ROOT / "tools"))
+from check_site import toc_pages  # noqa: E402  (tools/ is a folder of scripts, not a package)
+
 
 def toc_files() -> set[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    found = {toc["root"]}
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                found.add(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc.get("parts", []))
-    return found
+    """Every page of ``_toc.yml`` (the same parser the site check uses)."""
+    return set(toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text())))
 
 
 def code_cells(path: Path):
