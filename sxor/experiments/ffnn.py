@@ -24,7 +24,7 @@ FFNN_TRAINING = {"batch": 256, "lr": 1e-2, "optimizer": "adam", "eval_every": 25
 #: Per-draw success targets at which the transformer's smallest m is reported.
 SUCCESS_TARGETS = (0.5, 0.95)
 
-_SIZES = {
+SIZES = {
     "ci": {"ffnn_d": [8], "widths": [1, 2, 3, 4], "restarts": 4, "max_steps": 250,
            "tf_d": [8, 32, 128], "ms": [4, 8, 16, 32], "seeds": 100},
     "full": {"ffnn_d": [8, 16, 32, 64, 128], "widths": [1, 2, 3, 4, 6, 8], "restarts": 8, "max_steps": 600,
@@ -70,7 +70,7 @@ def ffnn_smallest(records: list[dict]) -> dict[int, dict]:
 @register("ffnn", "smallest FFNN reaching test loss < 0.01 against d, beside the transformer's 2m",
           plot=lambda r: plot_parameters(r))
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, _SIZES)
+    cfg = size_config(size, SIZES)
     records = []
     for d in cfg["ffnn_d"]:
         found = smallest_width(d, cfg["widths"], (0, d - 1), restarts=cfg["restarts"], max_steps=cfg["max_steps"],

@@ -33,11 +33,11 @@ SAMPLE_SEED = 10**6
 #: Success rate that defines ``n_90``.
 TARGET_RATE = 0.9
 
-_SIZES = {
+SIZES = {
     "ci": {"d": [8, 16, 24], "m": 24, "seeds": 24, "max_n_over_d2": 8},
     "full": {"d": [8, 12, 16, 24, 32, 48, 64], "m": 24, "seeds": 100, "max_n_over_d2": 32},
 }
-_SGD_SIZES = {
+SGD_SIZES = {
     "ci": {"d": [16, 32], "m": 24, "seeds": 30, "steps": 100},
     "full": {"d": [16, 32, 64, 96], "m": 24, "seeds": 60, "steps": 150},
 }
@@ -87,7 +87,7 @@ def n_grid(d: int, max_n: int) -> list[int]:
 
 @register("finite-samples", "one empirical step on n fresh samples: success rate against n, several d", plot=lambda r: plot_finite_samples(r))
 def run_finite_samples(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, _SIZES)
+    cfg = size_config(size, SIZES)
     records = []
     for d in cfg["d"]:
         inst = random_instances(cfg["seeds"], d, cfg["m"], device=device)
@@ -219,7 +219,7 @@ def plot_finite_samples(results: dict, fit: dict | None = None, target: float | 
 
 @register("finite-samples-sgd", "mini-batch SGD (batch 4d, eta 0.3 d^2): samples seen until success", plot=lambda r: plot_sgd(r))
 def run_sgd(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, _SGD_SIZES)
+    cfg = size_config(size, SGD_SIZES)
     records = []
     for d in cfg["d"]:
         inst = random_instances(cfg["seeds"], d, cfg["m"], device=device)

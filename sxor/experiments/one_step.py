@@ -30,11 +30,11 @@ ETA_OVER_D2 = [float(x) for x in np.logspace(0, 5, 21)]
 #: ``c`` in ``eta = c d^2 ln d`` on the success grid.
 GRID_C = 100.0
 
-_ETA_SIZES = {
+ETA_SIZES = {
     "ci": {"d": [64, 256], "seeds": 100},
     "full": {"d": [64, 256, 1024, 4096, 16384], "seeds": 100},
 }
-_GRID_SIZES = {
+GRID_SIZES = {
     "ci": {"cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]}, "seeds": {64: 200, 256: 200, 1024: 200}},
     "full": {
         "cells": {
@@ -69,7 +69,7 @@ def eta_measure(etas: list[float]):
 
 @register("one-step-eta", "loss and success after one step against eta/d^2, several d", plot=lambda r: plot_eta(r))
 def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, _ETA_SIZES)
+    cfg = size_config(size, ETA_SIZES)
     records = []
     for d in cfg["d"]:
         etas = [c * d**2 for c in ETA_OVER_D2]
@@ -110,7 +110,7 @@ def grid_measure(eta: float):
 
 @register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
 def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, _GRID_SIZES)
+    cfg = size_config(size, GRID_SIZES)
     records = []
     for d, ms in cfg["cells"].items():
         eta = analysis.grid_eta(d, GRID_C)
@@ -210,7 +210,7 @@ def plot_grid(results: dict):
     return fig
 
 
-_PREDICTION_SIZES = {
+PREDICTION_SIZES = {
     "ci": {"d": [64, 1024], "m": list(range(8, 41, 8)), "samples": 2000},
     "full": {"d": [2**k for k in range(6, 21)], "m": list(range(4, 65, 2)), "samples": 20000},
 }
@@ -221,7 +221,7 @@ _PREDICTION_SIZES = {
 def run_prediction(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Predicted failure rates of the argmax limit: off-target band (:func:`sxor.analysis.predicted_off_target`)
     and same-target (:func:`sxor.analysis.predicted_same_target`); no sweep over instances."""
-    cfg = size_config(size, _PREDICTION_SIZES)
+    cfg = size_config(size, PREDICTION_SIZES)
     records = []
     for m in cfg["m"]:
         for d in cfg["d"]:

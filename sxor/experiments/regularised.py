@@ -19,7 +19,7 @@ import torch
 from ..interp.training import init_parameters, perturbed, tikhonov_data, train
 from . import register, size_config
 
-_SIZES = {
+SIZES = {
     "ci": {"N": 10, "n": 20, "d": 16, "epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "steps": 200, "lr": 1e-2, "sigma": 0.01,
            "curve_every": 5},
     "full": {"N": 10, "n": 100, "d": 16, "epsilons": [1e-1, 1e-2, 1e-3, 3e-4, 1e-4], "steps": 1000, "lr": 1e-2,
@@ -95,7 +95,7 @@ def plot_regularised(results: dict):
 @register("regularised", "Tikhonov: training loss vs weight decay epsilon (N=10, d=16, one block)",
           plot=plot_regularised)
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    params = dict(size_config(size, _SIZES))
+    params = dict(size_config(size, SIZES))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matrices: one thread is fastest and immune to oversubscription
     try:

@@ -26,7 +26,7 @@ from . import register, size_config
 #: The attention kinds compared.
 KINDS = ["softmax", "linear", "erf"]
 
-_VARIANT_SIZES = {
+VARIANT_SIZES = {
     "ci": {"d": [32], "m": 12, "seeds": 16, "steps": 30, "descent_etas": [10.0**e for e in range(1, 5)]},
     "full": {"d": [64, 128], "m": 24, "seeds": 100, "steps": 200, "descent_etas": [10.0 ** (e / 2) for e in range(2, 12)]},
 }
@@ -68,7 +68,7 @@ def _finite_or_none(x: float) -> float | None:
 
 @register("variants", "softmax vs linear vs erf attention: one step and T steps of population GD", plot=lambda r: plot_variants(r))
 def run_variants(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, _VARIANT_SIZES)
+    cfg = size_config(size, VARIANT_SIZES)
     records = []
     for d in cfg["d"]:
         for kind in KINDS:
@@ -143,7 +143,7 @@ def plot_variants(results: dict):
 # --- k = 3 -----------------------------------------------------------------------------------
 
 INIT_SCHEMES = ["star", "antipodal", "random"]
-_K3_SIZES = {
+K3_SIZES = {
     "ci": {"d": 8, "m": 8, "seeds": 12, "steps": 60, "etas": [30.0, 300.0]},
     "full": {"d": 10, "m": 10, "seeds": 60, "steps": 200, "etas": [10.0, 100.0, 1000.0]},
 }
@@ -161,7 +161,7 @@ def k3_instances(num: int, d: int, m: int, scheme: str, *, seed: int = 0, device
 
 @register("k3-parity", "three heads on 3-sparse parity: population GD from three init schemes", plot=lambda r: plot_k3(r))
 def run_k3(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, _K3_SIZES)
+    cfg = size_config(size, K3_SIZES)
     records = []
     for scheme in INIT_SCHEMES:
         V, thetas0, support = k3_instances(cfg["seeds"], cfg["d"], cfg["m"], scheme, device=device)
