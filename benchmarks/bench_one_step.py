@@ -9,10 +9,10 @@ It measures, for each (d, m):
   and the memory bandwidth this implies at one write and three reads of ``V`` per instance, as a
   fraction of the measured copy bandwidth ``y.copy_(x)``);
 * closed form, one instance at a time in a Python loop;
-* autograd through a Monte-Carlo loss (``sxor.reference.monte_carlo_loss``) with enough samples
+* autograd through a Monte-Carlo loss (``sxor.xor.reference.monte_carlo_loss``) with enough samples
   that the gradient's relative standard error is ``--epsilon`` (default 1%).
 
-and the memory of a streamed sweep (``sxor.sweeps.sweep``) for 1x and 10x the seeds, each in a
+and the memory of a streamed sweep (``sxor.xor.sweeps.sweep``) for 1x and 10x the seeds, each in a
 fresh subprocess (peak resident memory on CPU, ``torch.cuda.max_memory_allocated`` on GPU).
 """
 
@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import sxor  # noqa: E402
-from sxor import analysis  # noqa: E402
-from sxor.reference import autograd_grad, monte_carlo_loss  # noqa: E402
+from sxor.xor import analysis  # noqa: E402
+from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402
 from sxor.results import provenance  # noqa: E402
-from sxor.sweeps import chunk_size, random_instances  # noqa: E402
+from sxor.xor.sweeps import chunk_size, random_instances  # noqa: E402
 
 #: (d, m, instances in the batched timing) per device; the GPU adds the issue's target size.
 CONFIGS = {
@@ -156,8 +156,8 @@ MEMORY_CHILD = r"""
 import json, sys, torch
 sys.path.insert(0, {root!r})
 import sxor
-from sxor.sweeps import sweep
-from sxor import analysis
+from sxor.xor.sweeps import sweep
+from sxor.xor import analysis
 device = torch.device({device!r})
 d, m, seeds, budget = {d}, {m}, {seeds}, {budget}
 def hwm():

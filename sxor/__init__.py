@@ -1,16 +1,21 @@
 """sxor: the code behind the executable lecture notes.
 
-Part I (sparse XOR with two-head softmax attention; Han & Ghoshdastidar, arXiv 2502.07553v2):
-pure tensor functions, batched over leading dimensions, float64 by default, on any device.
+* :mod:`sxor.xor`: Part I, sparse XOR with two-head softmax attention (Han & Ghoshdastidar,
+  arXiv 2502.07553v2);
+* :mod:`sxor.interp`: Part II, exact sequence interpolation (Alcalde, Fantuzzi & Zuazua,
+  arXiv 2502.02270), independent of Part I;
+* the book's machinery at the top: :mod:`sxor.book` (set-up and print helpers),
+  :mod:`sxor.results` (results files), :mod:`sxor.progress`, :mod:`sxor.experiments` (the named
+  sweeps and their runner) and :mod:`sxor.cli` (``python -m sxor``).
 
-Part II (exact sequence interpolation; Alcalde, Fantuzzi & Zuazua, arXiv 2502.02270) lives in
-:mod:`sxor.interp` and does not depend on Part I.
+The most used Part I functions are re-exported here (``sxor.one_step``, ``sxor.predict``, ...).
 """
 
-from . import book, metrics, reference, sphere, sweeps
-from .data import all_inputs, default_device, random_support, sample_sparse_xor, sparse_xor_labels, sphere_embeddings
-from .model import ATTENTION_KINDS, attention, predict, predict_from_weights, scores
-from .population import (
+from . import book
+from .book import default_device
+from .xor.data import all_inputs, random_support, sample_sparse_xor, sparse_xor_labels, sphere_embeddings
+from .xor.model import ATTENTION_KINDS, attention, predict, predict_from_weights, scores
+from .xor.population import (
     OneStepResult,
     grad_from_weights,
     loss_from_weights,

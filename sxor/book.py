@@ -1,24 +1,35 @@
-"""Set-up shared by every chapter: seeds, print precision, figure style, device and scale."""
+"""Set-up and print helpers shared by every chapter: seeds, threads, print precision, figure
+style, device and scale, and the one way the book prints a numerical agreement."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
 import torch
 
-from .data import default_device
-
 #: How much larger the sizes of a chapter get on a GPU (one variable for the whole chapter).
 GPU_SCALE = 8
 
 
-def setup(seed: int = 0) -> tuple[torch.device, int]:
+def default_device() -> torch.device:
+    """``cuda`` when a GPU is visible, else ``cpu``: the device every chapter computes on."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def setup(seed: int = 0, threads: int | None = None) -> tuple[torch.device, int]:
     """Fix seeds and printing, style figures, and return ``(DEVICE, SCALE)``.
 
-    ``DEVICE`` is :func:`sxor.data.default_device`; ``SCALE`` is 1 on a CPU and :data:`GPU_SCALE` on
-    a GPU, so ``n = 1000 * SCALE`` grows a chapter's sizes with one variable.
+    ``threads`` sets :func:`torch.set_num_threads` (chapters whose tensors are small pass ``1``:
+    they gain nothing from threads and lose a lot on a busy CPU); ``None`` leaves torch's default.
+    ``DEVICE`` is :func:`default_device`; ``SCALE`` is 1 on a CPU and :data:`GPU_SCALE` on a GPU,
+    so ``n = 1000 * SCALE`` grows a chapter's sizes with one variable.
     """
+    if threads is not None:
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
+        torch.set_num_threads(threads)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -48,3 +59,16 @@ def setup(seed: int = 0) -> tuple[torch.device, int]:
         pass
     device = default_device()
     return device, (1 if device.type == "cpu" else GPU_SCALE)
+
+
+def bound(err: float, tol: float) -> str:
+    """Print a numerical error the way the whole book does: ``"< 1e-12"`` when ``err < tol``.
+
+    An error at rounding level has digits that change from one machine to the next; the bound
+    does not. An error at or above ``tol`` is printed with its value and flagged, so a failing
+    check is visible on the page and in the notebook comparison of the tests.
+    """
+    err, tol = float(err), float(tol)
+    if math.isnan(err) or math.isnan(tol) or tol <= 0:
+        raise ValueError(f"bound needs a number err and a positive tol, got err={err}, tol={tol}")
+    return f"< {tol:.0e}" if err < tol else f"{err:.1e} (not below {tol:.0e}!)"

@@ -1,7 +1,9 @@
 """Command line: ``python -m sxor list`` and ``python -m sxor run NAME [--size full] [--device cuda]``.
 
-``run`` writes ``results/NAME.json`` (records plus command, device, versions and date) and, when
-the experiment has a plot, ``results/NAME.png``.
+``run`` calls :func:`sxor.experiments.run` and writes ``NAME.json`` (records plus command,
+device, versions, date and wall time) and, when the experiment has a plot, ``NAME.png``, by
+default into :data:`sxor.results.RESULTS_DIR`, where :func:`sxor.results.committed_results`
+reads them.
 """
 
 from __future__ import annotations
@@ -9,11 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import torch
-
 from . import experiments
-from .data import default_device
-from .results import load_results, provenance, save_results
+from .results import RESULTS_DIR, save_results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,9 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="list the named experiments")
     run = sub.add_parser("run", help="run one experiment and write its results file and figure")
     run.add_argument("name")
-    run.add_argument("--size", choices=["ci", "full"], default="ci")
+    run.add_argument("--size", choices=list(experiments.SIZES), default="ci")
     run.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    run.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    run.add_argument("--out", type=Path, default=RESULTS_DIR, help=f"output folder (default {RESULTS_DIR})")
     args = parser.parse_args(argv)
 
     if args.command == "list":
@@ -33,16 +32,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     exp = experiments.get(args.name)
-    device = torch.device(args.device) if args.device else default_device()
-    params, records = exp.run(args.size, device)
-    params = {"size": args.size, **params}
-    path = save_results(args.out / f"{exp.name}.json", exp.name, params, records, provenance(device))
-    print(f"wrote {path}")
+    results = experiments.run(exp.name, args.size, args.device)
+    path = save_results(args.out / f"{exp.name}.json", results)
+    print(f"wrote {path} ({results['meta']['wall_seconds']:.0f} s)")
     if exp.plot is not None:
         import matplotlib
 
         matplotlib.use("Agg")
-        figure = exp.plot(load_results(path))
+        figure = exp.plot(results)
         figure.savefig(path.with_suffix(".png"), dpi=120, bbox_inches="tight")
         print(f"wrote {path.with_suffix('.png')}")
     return 0

@@ -10,7 +10,6 @@ import datetime as _dt
 import json
 import platform
 import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +17,17 @@ import numpy as np
 import torch
 
 
-#: The book's repository (``repository.url`` in ``_config.yml``; a test keeps the two equal).
-REPOSITORY = "https://github.com/sxor-notes/sxor-book"
-
-#: The committed full-size results, beside the package in a checkout of the repository.
-RESULTS_DIR = Path(__file__).resolve().parents[1] / "results"
+#: The committed full-size results: package data, so an installed ``sxor`` (Colab) has them too.
+#: The command line writes here and :func:`committed_results` reads here: one copy of each file.
+RESULTS_DIR = Path(__file__).resolve().parent / "committed"
 
 
-def provenance(device: torch.device | str) -> dict[str, Any]:
-    """Command, device, versions and date of the current run."""
+def provenance(device: torch.device | str, command: str | None = None) -> dict[str, Any]:
+    """Command (default: this process's ``python -m sxor`` arguments), device, versions and date."""
     device = torch.device(device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
     return {
-        "command": "python -m sxor " + " ".join(sys.argv[1:]),
+        "command": command if command is not None else "python -m sxor " + " ".join(sys.argv[1:]),
         "device": f"{device.type}: {name}",
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -39,11 +36,15 @@ def provenance(device: torch.device | str) -> dict[str, Any]:
     }
 
 
-def save_results(path: str | Path, experiment: str, params: dict, records: list[dict], meta: dict) -> Path:
-    """Write ``{"experiment", "params", "meta", "records"}`` as indented JSON."""
+def save_results(path: str | Path, results: dict) -> Path:
+    """Write a results dict (``experiment``, ``params``, ``meta``, ``records``, as returned by
+    :func:`sxor.experiments.run`) as indented JSON."""
+    missing = {"experiment", "params", "meta", "records"} - set(results)
+    if missing:
+        raise ValueError(f"results lack the keys {sorted(missing)}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"experiment": experiment, "params": params, "meta": meta, "records": records}
+    payload = {k: results[k] for k in ("experiment", "params", "meta", "records")}
     path.write_text(json.dumps(payload, indent=1, sort_keys=False) + "\n")
     return path
 
@@ -54,18 +55,22 @@ def load_results(path: str | Path) -> dict:
 
 
 def committed_results(name: str) -> dict:
-    """The committed full-size results file ``results/NAME.json``.
+    """The committed full-size results file ``NAME.json`` of :data:`RESULTS_DIR`.
 
-    Read from the repository checkout when ``sxor`` runs from one (an editable install, as in CI);
-    otherwise (e.g. in Colab, where ``sxor`` is installed from git without ``results/``)
-    downloaded from the repository's ``main`` branch.
+    The files are package data, so this works in a checkout and in an installed package alike,
+    with no network. A missing file raises :class:`FileNotFoundError` saying how to make it.
     """
-    local = RESULTS_DIR / f"{name}.json"
-    if local.is_file():
-        return load_results(local)
-    url = f"{REPOSITORY.replace('github.com', 'raw.githubusercontent.com')}/main/results/{name}.json"
-    try:
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return json.loads(response.read())
-    except OSError as err:
-        raise ValueError(f"no results file {name!r}: not at {local} and not downloadable from {url} ({err})") from err
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name:
+        raise ValueError(f"name must be an experiment name such as 'one-step-grid', got {name!r}")
+    path = RESULTS_DIR / f"{name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no committed results file {path}; make it with `python -m sxor run {name} --size full`"
+        )
+    return load_results(path)
+
+
+def finite_or_none(x: float) -> float | None:
+    """``x`` as a float, or ``None`` (JSON ``null``) when it is nan or infinite."""
+    x = float(x)
+    return x if np.isfinite(x) else None

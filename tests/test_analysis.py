@@ -1,4 +1,4 @@
-"""Leading-order predictions of sxor.analysis, each against an independent reference."""
+"""Leading-order predictions of sxor.xor.analysis, each against an independent reference."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import sxor
-from sxor import analysis
-from sxor.sweeps import random_instances
+from sxor.xor import analysis
+from sxor.xor.sweeps import random_instances
 
 
 @pytest.mark.parametrize("m", [2, 3, 10, 40])

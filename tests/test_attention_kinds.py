@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sxor
-from sxor.model import attention_kind
-from sxor.reference import autograd_grad, enumerated_loss
-from sxor.sweeps import random_instances
+from sxor.xor.model import attention_kind
+from sxor.xor.reference import autograd_grad, enumerated_loss
+from sxor.xor.sweeps import random_instances
 
 NEW_KINDS = ["linear", "erf"]
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sxor
-from sxor.cls_transformer import (
+from sxor.xor.cls_transformer import (
     CLSWeights,
     attention_mask,
     cls_enumerated_loss,

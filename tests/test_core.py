@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sxor
-from sxor.reference import autograd_grad, enumerated_loss, monte_carlo_loss
-from sxor.sweeps import random_instances
+from sxor.xor.reference import autograd_grad, enumerated_loss, monte_carlo_loss
+from sxor.xor.sweeps import random_instances
 
 
 def gen(seed: int = 0) -> torch.Generator:

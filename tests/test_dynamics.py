@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import sxor
-from sxor.dynamics import (
+from sxor.xor.dynamics import (
     empirical_grad,
     empirical_one_step,
     first_success,
@@ -31,8 +31,8 @@ from sxor.experiments.finite_samples import (
     n_grid,
     streamed_empirical_step,
 )
-from sxor.reference import autograd_grad, empirical_loss
-from sxor.sweeps import random_instances
+from sxor.xor.reference import autograd_grad, empirical_loss
+from sxor.xor.sweeps import random_instances
 
 
 def gen(seed: int = 0) -> torch.Generator:
@@ -142,7 +142,7 @@ def test_streamed_step_does_not_depend_on_the_chunking():
     a = streamed_empirical_step(300, inst.V, inst.theta0, inst.support, 1e12, generator=gen(9), max_elements=10**9)
     x, y = sample_batch(300, inst.support, 8, generator=gen(9))
     one = empirical_one_step(x, y, inst.V, inst.theta0, inst.support, 1e12)
-    want = sxor.metrics.success(one.loss, one.attention, one.attention_tilde, inst.support)
+    want = sxor.xor.metrics.success(one.loss, one.attention, one.attention_tilde, inst.support)
     assert a.tolist() == want.tolist()
 
 
@@ -269,7 +269,7 @@ def test_bootstrap_fit_recovers_a_known_exponent():
 
 
 def test_tuned_descent_prefers_success_then_speed():
-    from sxor.experiments.variants import tuned_descent
+    from sxor.experiments.why_softmax import tuned_descent
 
     base = {"mode": "descent", "kind": "softmax", "d": 8, "steps": 10}
     records = [
@@ -286,7 +286,7 @@ def test_tuned_descent_prefers_success_then_speed():
 
 def test_k3_instances_and_sgd_samples():
     from sxor.experiments.finite_samples import sgd_samples
-    from sxor.experiments.variants import k3_instances
+    from sxor.experiments.beyond_two_bits import k3_instances
 
     V, thetas, support = k3_instances(5, 9, 4, "star")
     assert V.shape == (5, 9, 4) and thetas.shape == (5, 3, 4) and support.shape == (5, 3)
@@ -298,7 +298,7 @@ def test_plots_draw_labelled_figures_from_results():
     import matplotlib
 
     matplotlib.use("Agg")
-    from sxor.experiments import finite_samples, variants
+    from sxor.experiments import beyond_two_bits, finite_samples, why_softmax
 
     fs_results = {"params": {"m": 4, "target_rate": 0.9}, "records": _synthetic_records([8, 16, 32], 2)}
     sgd_results = {"params": {"m": 4}, "records": [{"d": d, "batch_size": 4 * d, "first_success": [2, 3, -1]} for d in (8, 16)]}
@@ -312,8 +312,8 @@ def test_plots_draw_labelled_figures_from_results():
     figures = [
         finite_samples.plot_finite_samples(fs_results),
         finite_samples.plot_sgd(sgd_results),
-        variants.plot_variants(var_results),
-        variants.plot_k3(k3_results),
+        why_softmax.plot_variants(var_results),
+        beyond_two_bits.plot_k3(k3_results),
     ]
     for fig in figures:
         assert any(ax.get_xlabel() for ax in fig.axes) and any(ax.get_ylabel() for ax in fig.axes)

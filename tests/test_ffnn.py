@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import sxor
-from sxor.ffnn import (
+from sxor.xor.ffnn import (
     FFNNParams,
     exact_xor_network,
     ffnn_forward,
@@ -97,7 +97,7 @@ def test_bad_input_raises():
 
 
 def test_experiment_helpers_on_synthetic_records():
-    from sxor.experiments import ffnn as exp
+    from sxor.experiments import why_transformer as exp
 
     records = [
         {"model": "transformer", "d": 8, "m": 4, "seeds": 100, "successes": 40},
@@ -114,9 +114,9 @@ def test_experiment_helpers_on_synthetic_records():
 
 
 def test_transformer_success_counts_match_a_direct_computation():
-    from sxor.experiments import ffnn as exp
-    from sxor.metrics import success
-    from sxor.sweeps import random_instances
+    from sxor.experiments import why_transformer as exp
+    from sxor.xor.metrics import success
+    from sxor.xor.sweeps import random_instances
 
     (rec,) = exp.transformer_success(16, [6], 30)
     inst = random_instances(30, 16, 6, seed=0)

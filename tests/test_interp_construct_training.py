@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sxor.experiments.regularised import plot_regularised, run_grid
+from sxor.experiments.regularised_training import plot_regularised, run_grid
 from sxor.interp.training import block, init_parameters, loss, perturbed, sq_norm, tikhonov_data, train
 
 torch.set_num_threads(1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import sxor
-from sxor.sweeps import chunk_size, random_instances, sweep
+from sxor.xor.sweeps import chunk_size, random_instances, sweep
 
 
 def test_instance_k_does_not_depend_on_the_batch_it_is_drawn_in():

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from sxor import experiments
 from sxor.cli import main
-
-ROOT = Path(__file__).resolve().parents[1]
-
+from sxor.results import committed_results
 
 def test_list_names_the_one_step_experiments(capsys):
     assert main(["list"]) == 0
@@ -29,19 +26,27 @@ def test_ci_run_writes_provenance_and_reproduces_the_committed_cells(tmp_path):
         assert fresh["meta"][key], key
     assert fresh["meta"]["device"].startswith("cpu")
 
-    committed = json.loads((ROOT / "results" / "one-step-eta.json").read_text())
-    assert committed["params"]["size"] == "full"
-    ci_d = {r["d"] for r in fresh["records"]}
-    shared = [r for r in committed["records"] if r["d"] in ci_d]
-    assert len(shared) == len(fresh["records"]) > 0
-    for new, old in zip(fresh["records"], shared):
-        assert new.keys() == old.keys()
-        for key in new:
-            assert new[key] == pytest.approx(old[key], rel=1e-12, abs=1e-15), (new["d"], new["eta_over_d2"], key)
+    comparison = experiments.compare(fresh, committed_results("one-step-eta"), keys=("d", "eta_index"), tol=1e-9)
+    assert comparison.shared == len(fresh["records"]) > 0
+    assert comparison.agrees, str(comparison)
 
 
-def test_unknown_size_and_experiment_are_rejected():
-    with pytest.raises(ValueError, match="size"):
-        experiments.get("one-step-eta").run("huge", "cpu")
-    with pytest.raises(ValueError, match="unknown experiment"):
-        experiments.get("no-such-experiment")
+def test_runner_returns_the_results_file_shape():
+    results = experiments.run("one-step-eta", "ci", "cpu")
+    assert list(results) == ["experiment", "params", "records", "meta"]
+    assert results["params"]["size"] == "ci"
+    assert results["meta"]["command"] == "python -m sxor run one-step-eta --size ci"
+    assert results["meta"]["wall_seconds"] >= 0
+
+
+def test_compare_matches_exact_keys_and_flags_a_changed_value():
+    full = {"records": [{"d": 4, "k": 0, "x": 1.0}, {"d": 4, "k": 1, "x": 2.0}]}
+    ci = {"records": [{"d": 4, "k": 1, "x": 2.0 + 1e-14}]}
+    ok = experiments.compare(ci, full, keys=("d", "k"))
+    assert ok.agrees and ok.shared == 1 and str(ok).endswith("< 1e-09")
+    bad = experiments.compare({"records": [{"d": 4, "k": 1, "x": 2.1}]}, full, keys=("d", "k"))
+    assert not bad.agrees and "not below" in str(bad)
+    with pytest.raises(ValueError, match="no partner"):
+        experiments.compare({"records": [{"d": 5, "k": 1, "x": 2.0}]}, full, keys=("d", "k"))
+    with pytest.raises(ValueError, match="exact"):
+        experiments.compare({"records": [{"d": 4.0, "k": 1, "x": 2.0}]}, full, keys=("d", "k"))

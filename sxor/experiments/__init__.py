@@ -1,21 +1,33 @@
-"""Named experiments that the command line (``python -m sxor``) can run at a chosen size.
+"""Named experiments: one runner for the command line and the notebooks.
 
-An experiment is registered with :func:`register` and has two sizes: ``ci`` (what the notebook
-runs, well under a minute on a CPU) and ``full`` (the committed results in ``results/``). Its
-``run`` returns parameters and a list of JSON-serialisable records; its ``plot`` draws a figure
-from a loaded results file, so the notebook and the CLI share one plotting function.
+Each module of this package serves one chapter and is named after it (``one_step``,
+``why_transformer``, ``why_softmax``, ``finite_samples``, ``beyond_two_bits``,
+``regularised_training``). A module registers its sweeps with :func:`register`; every sweep has
+two sizes, ``ci`` (what the notebook runs, well under a minute on a CPU) and ``full`` (the
+committed results in :data:`sxor.results.RESULTS_DIR`). Modules are discovered, not listed.
+
+:func:`run` is the one way to run an experiment: it returns exactly the results-file shape
+(``experiment``, ``params`` with ``size``, ``records``, ``meta``) that the command line saves and
+:func:`sxor.results.committed_results` loads, and :func:`compare` checks a CI run against the
+committed full run on the cells they share, matched by exact keys.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+import pkgutil
+import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
-#: Modules that register experiments; each chapter's sweeps live in one of them.
-MODULES: list[str] = ["one_step", "variants", "finite_samples", "ffnn", "regularised"]
+from ..book import bound, default_device
+from ..results import provenance
+
+#: The sizes every experiment has.
+SIZES = ("ci", "full")
 
 
 @dataclass(frozen=True)
@@ -34,9 +46,9 @@ REGISTRY: dict[str, Experiment] = {}
 def register(name: str, description: str, plot: Callable[[dict], object] | None = None):
     """Decorator registering ``run`` under ``name``."""
 
-    def wrap(run):
-        REGISTRY[name] = Experiment(name, description, run, plot)
-        return run
+    def wrap(fn):
+        REGISTRY[name] = Experiment(name, description, fn, plot)
+        return fn
 
     return wrap
 
@@ -49,9 +61,9 @@ def size_config(size: str, sizes: dict[str, dict]) -> dict:
 
 
 def load_all() -> dict[str, Experiment]:
-    """Import every experiment module and return the registry."""
-    for module in MODULES:
-        importlib.import_module(f"{__name__}.{module}")
+    """Import every module of this package (each registers its experiments) and return the registry."""
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
     return REGISTRY
 
 
@@ -61,3 +73,79 @@ def get(name: str) -> Experiment:
     if name not in experiments:
         raise ValueError(f"unknown experiment {name!r}; known: {sorted(experiments)}")
     return experiments[name]
+
+
+def run(name: str, size: str = "ci", device: torch.device | str | None = None) -> dict:
+    """Run experiment ``name`` at ``size`` on ``device`` (default :func:`sxor.book.default_device`).
+
+    Returns ``{"experiment", "params", "records", "meta"}``: ``params`` starts with ``size``;
+    ``meta`` holds the equivalent command line, the device, the library versions, the date and
+    the wall time in seconds. This is exactly what ``python -m sxor run`` writes to disk.
+    """
+    exp = get(name)
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {list(SIZES)}, got {size!r}")
+    device = torch.device(device) if device is not None else default_device()
+    start = time.perf_counter()
+    params, records = exp.run(size, device)
+    wall = time.perf_counter() - start
+    meta = provenance(device, command=f"python -m sxor run {name} --size {size}")
+    meta["wall_seconds"] = round(wall, 1)
+    return {"experiment": name, "params": {"size": size, **params}, "records": records, "meta": meta}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of :func:`compare`: how many cells were shared and the largest difference."""
+
+    shared: int
+    max_difference: float
+    tol: float
+
+    @property
+    def agrees(self) -> bool:
+        return self.shared > 0 and self.max_difference < self.tol
+
+    def __str__(self) -> str:
+        return (f"CI run vs committed full run: {self.shared} shared cells, "
+                f"largest difference {bound(self.max_difference, self.tol)}")
+
+
+def compare(ci: dict, full: dict, keys: Sequence[str], tol: float = 1e-9) -> Comparison:
+    """Compare a CI run with the committed full run on the records they share.
+
+    Records are matched by the exact values of ``keys`` (integers or strings: never a computed
+    float), every record of ``ci`` must have a partner in ``full``, and every other numeric field
+    is compared with a relative tolerance: ``|a - b| <= tol * max(1, |a|, |b|)``. The returned
+    :class:`Comparison` prints as a bound, identical on every machine while the runs agree.
+    """
+    def key(record: dict) -> tuple:
+        values = tuple(record[k] for k in keys)
+        if any(isinstance(v, float) for v in values):
+            raise ValueError(f"comparison keys {list(keys)} must be exact (int or str), got {values}")
+        return values
+
+    index = {key(r): r for r in full["records"]}
+    worst = 0.0
+    for rec in ci["records"]:
+        k = key(rec)
+        if k not in index:
+            raise ValueError(f"the CI record {dict(zip(keys, k))} has no partner in the committed run")
+        other = index[k]
+        for field, a in rec.items():
+            if field in keys or isinstance(a, (str, bool)) or a is None:
+                continue
+            for x, y in zip(_flat(a), _flat(other[field])):
+                if x is None or y is None:
+                    worst = math.inf if (x is None) != (y is None) else worst
+                    continue
+                worst = max(worst, abs(x - y) / max(1.0, abs(x), abs(y)))
+    return Comparison(len(ci["records"]), worst, tol)
+
+
+def _flat(value) -> list:
+    if isinstance(value, (list, tuple)):
+        return [x for v in value for x in _flat(v)]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in _flat(v)]
+    return [value]

@@ -7,7 +7,7 @@
 * ``finite-samples-sgd``: mini-batch SGD with fresh batches of ``4d`` samples and
   ``eta = 0.3 d^2``; the number of samples seen until the first success.
 
-Instance ``k`` is :func:`sxor.sweeps.random_instances` instance ``seed + k``; the samples of a
+Instance ``k`` is :func:`sxor.xor.sweeps.random_instances` instance ``seed + k``; the samples of a
 whole ``(d, n)`` cell come from one generator seeded with ``SAMPLE_SEED + n``.
 """
 
@@ -19,11 +19,11 @@ import numpy as np
 import torch
 from ..progress import progress
 
-from ..dynamics import empirical_grad, first_success, minibatch_sgd, sample_batch
-from ..metrics import success
-from ..model import attention_kind, scores
-from ..population import loss_from_weights, one_step
-from ..sweeps import random_instances
+from ..xor.dynamics import empirical_grad, first_success, minibatch_sgd, sample_batch
+from ..xor.metrics import success
+from ..xor.model import attention_kind, scores
+from ..xor.population import loss_from_weights, one_step
+from ..xor.sweeps import random_instances
 from . import register, size_config
 
 #: The step size ``eta = 10^12`` of the one-step experiment, i.e. the ``eta -> infinity`` limit of the step.

@@ -3,9 +3,9 @@
 * ``one-step-eta``: loss and success after one step against ``eta`` for several ``d`` (fixed
   ``m``), to show that ``eta`` must scale like ``d^2``.
 * ``one-step-grid``: success probability and failure modes on a ``(d, m)`` grid at the grid step
-  ``eta = c d^2 ln d`` (:func:`sxor.analysis.grid_eta`) and in the ``eta -> infinity`` limit.
+  ``eta = c d^2 ln d`` (:func:`sxor.xor.analysis.grid_eta`) and in the ``eta -> infinity`` limit.
 
-Both use :func:`sxor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``), so a cell of the
+Both use :func:`sxor.xor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``), so a cell of the
 ``ci`` size equals the same cell of the ``full`` size whenever both use the same number of seeds.
 """
 
@@ -16,17 +16,19 @@ import math
 import numpy as np
 import torch
 
-from .. import analysis
-from ..metrics import FAILURE_MODES, failure_modes
-from ..model import attention
-from ..population import loss_from_weights, one_step
-from ..sweeps import Instances, sweep
+from ..xor import analysis
+from ..xor.metrics import FAILURE_MODES, failure_modes
+from ..xor.model import attention
+from ..xor.population import loss_from_weights, one_step
+from ..xor.sweeps import Instances, sweep
 from . import register, size_config
 
 #: Embedding dimension of the ``eta`` sweep.
 ETA_SWEEP_M = 30
-#: ``eta / d^2`` values of the ``eta`` sweep.
-ETA_OVER_D2 = [float(x) for x in np.logspace(0, 5, 21)]
+#: ``eta / d^2`` values of the ``eta`` sweep: ``10^(k/4)``, ``k = 0..20``, rounded to four significant
+#: digits so that the grid is the same decimal numbers on every machine (``np.logspace`` differs in
+#: its last bits between CPUs). Records carry the exact index ``k`` as ``eta_index``.
+ETA_OVER_D2 = [float(f"{10 ** (k / 4):.4g}") for k in range(21)]
 #: ``c`` in ``eta = c d^2 ln d`` on the success grid.
 GRID_C = 100.0
 
@@ -52,7 +54,7 @@ def _mode_counts(codes: torch.Tensor) -> dict[str, int]:
 
 
 def eta_measure(etas: list[float]):
-    """A :func:`sxor.sweeps.sweep` measure: loss and failure mode after one step for each ``eta``
+    """A :func:`sxor.xor.sweeps.sweep` measure: loss and failure mode after one step for each ``eta``
     (``loss [S, E]``, ``mode [S, E]``). One call per ``eta`` keeps memory at one chunk's size
     (a batched ``eta`` would broadcast ``V`` to ``[E, S, d, m]``)."""
 
@@ -79,6 +81,7 @@ def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
             records.append(
                 {
                     "d": d,
+                    "eta_index": k,
                     "eta_over_d2": c,
                     "lambda": float(analysis.natural_step(c * d**2, d, ETA_SWEEP_M)),
                     "median_loss": float(loss.median()),
@@ -139,7 +142,7 @@ def success_curves(records: list[dict], key: str = "success") -> dict[int, tuple
 
 
 def m95_by_d(records: list[dict], key: str = "success", target: float = 0.95) -> dict[int, float]:
-    """Smallest ``m`` reaching ``target`` for each ``d`` (:func:`sxor.analysis.smallest_m`) on the
+    """Smallest ``m`` reaching ``target`` for each ``d`` (:func:`sxor.xor.analysis.smallest_m`) on the
     curves of :func:`success_curves`."""
     return {d: analysis.smallest_m(ms, rates, target) for d, (ms, rates) in success_curves(records, key).items()}
 
@@ -219,8 +222,8 @@ PREDICTION_SIZES = {
 @register("one-step-prediction", "leading-order prediction of the eta -> infinity success rate on a (d, m) grid",
           plot=lambda r: plot_prediction(r))
 def run_prediction(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    """Predicted failure rates of the argmax limit: off-target band (:func:`sxor.analysis.predicted_off_target`)
-    and same-target (:func:`sxor.analysis.predicted_same_target`); no sweep over instances."""
+    """Predicted failure rates of the argmax limit: off-target band (:func:`sxor.xor.analysis.predicted_off_target`)
+    and same-target (:func:`sxor.xor.analysis.predicted_same_target`); no sweep over instances."""
     cfg = size_config(size, PREDICTION_SIZES)
     records = []
     for m in cfg["m"]:

@@ -1,8 +1,8 @@
 """Sweep of the chapter "Why a transformer: parameters against d".
 
-``ffnn``: for each ``d``, the smallest two-layer ReLU network (:func:`sxor.ffnn.smallest_width`)
+``ffnn``: for each ``d``, the smallest two-layer ReLU network (:func:`sxor.xor.ffnn.smallest_width`)
 whose test loss drops below 0.01, and, beside it, the transformer's success rate after one step
-on an ``m`` grid (step ``eta = c d^2 ln d`` of :func:`sxor.analysis.grid_eta`, the same ``c`` as
+on an ``m`` grid (step ``eta = c d^2 ln d`` of :func:`sxor.xor.analysis.grid_eta`, the same ``c`` as
 the one-step chapter), from which the smallest ``m`` reaching a success target follows.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .. import analysis
-from ..ffnn import parameter_count, smallest_width
-from ..metrics import success
-from ..population import one_step
-from ..sweeps import Instances, sweep
+from ..xor import analysis
+from ..xor.ffnn import parameter_count, smallest_width
+from ..xor.metrics import success
+from ..xor.population import one_step
+from ..xor.sweeps import Instances, sweep
 from . import register, size_config
 from .one_step import GRID_C
 
@@ -33,7 +33,7 @@ SIZES = {
 
 
 def _success_measure(eta: float):
-    """Sweep measure: did one step of size ``eta`` succeed (:func:`sxor.metrics.success`)?"""
+    """Sweep measure: did one step of size ``eta`` succeed (:func:`sxor.xor.metrics.success`)?"""
 
     def measure(batch: Instances) -> dict[str, torch.Tensor]:
         out = one_step(batch.V, batch.theta0, batch.support, eta)
@@ -67,7 +67,7 @@ def ffnn_smallest(records: list[dict]) -> dict[int, dict]:
     return {r["d"]: r for r in records if r["model"] == "ffnn" and r["steps"] is not None}
 
 
-@register("ffnn", "smallest FFNN reaching test loss < 0.01 against d, beside the transformer's 2m",
+@register("why-transformer", "smallest FFNN reaching test loss < 0.01 against d, beside the transformer's 2m",
           plot=lambda r: plot_parameters(r))
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, SIZES)

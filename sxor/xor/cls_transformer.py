@@ -24,7 +24,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from ._checks import check_embeddings, check_query, check_support, check_tensor
+from .checks import check_embeddings, check_query, check_support, check_tensor
 from .data import all_inputs, sparse_xor_labels
 
 #: Read-out mixing ``W_O = [[1, 1], [1, -1]]`` of the two head outputs, ``u = W_O o``.

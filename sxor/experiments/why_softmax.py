@@ -1,12 +1,10 @@
-"""Sweeps of the chapters "Why exact softmax" and "Beyond two bits".
+"""Sweeps of the chapter "Why exact softmax".
 
 * ``variants``: for each attention kind (softmax, linear, erf), one population step and ``T``
   steps of population gradient descent from the same antisymmetric inits, on a grid of step
   sizes; records the success rate, the step of first success of every seed and the losses.
-* ``k3-parity``: population gradient descent for three heads on 3-sparse parity (exact
-  enumeration of ``{+1,-1}^d``) from three initialisation schemes.
 
-Instances come from :func:`sxor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``), so every
+Instances come from :func:`sxor.xor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``), so every
 kind and every step size sees exactly the same embeddings, inits and supports.
 """
 
@@ -17,10 +15,11 @@ import math
 import numpy as np
 import torch
 
-from ..dynamics import first_success, parity_descent, parity_inits, population_descent
-from ..metrics import success
-from ..population import one_step
-from ..sweeps import Instances, random_instances, sweep
+from ..xor.dynamics import first_success, parity_descent, parity_inits, population_descent
+from ..xor.metrics import success
+from ..xor.population import one_step
+from ..xor.sweeps import Instances, random_instances, sweep
+from ..results import finite_or_none
 from . import register, size_config
 
 #: The attention kinds compared.
@@ -35,7 +34,7 @@ ONE_STEP_ETAS = [10.0**e for e in range(0, 13)]
 
 
 def variants_measure(kind: str, descent_etas: list[float], steps: int):
-    """A :func:`sxor.sweeps.sweep` measure for one kind: success and loss after one step for each
+    """A :func:`sxor.xor.sweeps.sweep` measure for one kind: success and loss after one step for each
     of :data:`ONE_STEP_ETAS`, and, for each ``eta`` of ``descent_etas``, the step of first success
     (``-1`` for none) and the final and smallest loss of ``steps`` steps of gradient descent."""
 
@@ -62,11 +61,7 @@ def variants_measure(kind: str, descent_etas: list[float], steps: int):
     return measure
 
 
-def _finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
-
-
-@register("variants", "softmax vs linear vs erf attention: one step and T steps of population GD", plot=lambda r: plot_variants(r))
+@register("why-softmax", "softmax vs linear vs erf attention: one step and T steps of population GD", plot=lambda r: plot_variants(r))
 def run_variants(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, VARIANT_SIZES)
     records = []
@@ -78,15 +73,15 @@ def run_variants(size: str, device: torch.device) -> tuple[dict, list[dict]]:
                 records.append({
                     "mode": "one-step", "kind": kind, "d": d, "eta": eta,
                     "success_rate": float(out["one_step_success"][:, j].double().mean()),
-                    "median_loss": _finite_or_none(float(loss.nanmedian())),
+                    "median_loss": finite_or_none(float(loss.nanmedian())),
                 })
             for j, eta in enumerate(cfg["descent_etas"]):
                 records.append({
                     "mode": "descent", "kind": kind, "d": d, "eta": eta, "steps": cfg["steps"],
                     "success_rate": float((out["first_success"][:, j] >= 0).double().mean()),
                     "first_success": out["first_success"][:, j].tolist(),
-                    "median_final_loss": _finite_or_none(float(out["final_loss"][:, j].median())),
-                    "median_best_loss": _finite_or_none(float(out["best_loss"][:, j].median())),
+                    "median_final_loss": finite_or_none(float(out["final_loss"][:, j].median())),
+                    "median_best_loss": finite_or_none(float(out["best_loss"][:, j].median())),
                 })
     return {"m": cfg["m"], "seeds": cfg["seeds"], "kinds": KINDS, "one_step_etas": ONE_STEP_ETAS}, records
 
@@ -136,63 +131,5 @@ def plot_variants(results: dict):
     axes[1, 0].set_ylabel("median population loss (floor 1e-16)")
     axes[0, 1].legend(fontsize=8)
     fig.suptitle(f"Attention variants, m={results['params']['m']}, {results['params']['seeds']} seeds")
-    fig.tight_layout()
-    return fig
-
-
-# --- k = 3 -----------------------------------------------------------------------------------
-
-INIT_SCHEMES = ["star", "antipodal", "random"]
-K3_SIZES = {
-    "ci": {"d": 8, "m": 8, "seeds": 12, "steps": 60, "etas": [30.0, 300.0]},
-    "full": {"d": 10, "m": 10, "seeds": 60, "steps": 200, "etas": [10.0, 100.0, 1000.0]},
-}
-
-
-def k3_instances(num: int, d: int, m: int, scheme: str, *, seed: int = 0, device=None):
-    """Instances for 3-sparse parity: :func:`sxor.sweeps.random_instances` supplies ``V`` and
-    ``theta0``; the support is three distinct positions and the three initial queries come from
-    :func:`sxor.dynamics.parity_inits`, all from a generator seeded with ``seed``."""
-    inst = random_instances(num, d, m, seed=seed, device=device)
-    gen = torch.Generator(device=inst.V.device).manual_seed(seed)
-    support = torch.stack([torch.randperm(d, generator=gen, device=inst.V.device)[:3] for _ in range(num)])
-    return inst.V, parity_inits(inst.theta0, scheme, generator=gen), support
-
-
-@register("k3-parity", "three heads on 3-sparse parity: population GD from three init schemes", plot=lambda r: plot_k3(r))
-def run_k3(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    cfg = size_config(size, K3_SIZES)
-    records = []
-    for scheme in INIT_SCHEMES:
-        V, thetas0, support = k3_instances(cfg["seeds"], cfg["d"], cfg["m"], scheme, device=device)
-        for eta in cfg["etas"]:
-            tr = parity_descent(V, thetas0, support, eta, cfg["steps"])
-            first = first_success(tr.success)
-            records.append({
-                "scheme": scheme, "eta": eta,
-                "success_rate": float((first >= 0).double().mean()),
-                "first_success": first.tolist(),
-                "median_loss": [float(x) for x in tr.loss.nanmedian(-1).values],
-                "final_loss": [_finite_or_none(float(x)) for x in tr.loss[-1]],
-            })
-    return {"d": cfg["d"], "m": cfg["m"], "seeds": cfg["seeds"], "steps": cfg["steps"], "schemes": INIT_SCHEMES}, records
-
-
-def plot_k3(results: dict):
-    """Median population loss over the steps, one line per (init scheme, eta)."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i, scheme in enumerate(results["params"]["schemes"]):
-        rows = [r for r in results["records"] if r["scheme"] == scheme]
-        for j, rec in enumerate(rows):
-            ax.plot(rec["median_loss"], color=f"C{i}", alpha=0.4 + 0.6 * (j + 1) / len(rows),
-                    label=f"{scheme}, eta={rec['eta']:g} ({rec['success_rate']:.0%} succeed)")
-    ax.set_yscale("log")
-    ax.set_xlabel("gradient step")
-    ax.set_ylabel("median population loss")
-    p = results["params"]
-    ax.set_title(f"3-sparse parity, three heads, d={p['d']}, m={p['m']}, {p['seeds']} seeds")
-    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig

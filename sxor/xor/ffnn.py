@@ -5,7 +5,7 @@ The network, with ``R`` independent restarts batched along a leading axis, is
 .. math::  f(x) = \\sum_{k=1}^{w} a_k\\,\\mathrm{relu}(W_k\\cdot x + b_k) + c,
 
 with ``W [R, w, d]``, ``b [R, w]``, ``a [R, w]``, ``c [R]``: ``w (d + 2) + 1`` parameters per
-restart. It is trained online (a fresh batch from :func:`sxor.data.sample_sparse_xor` at every step)
+restart. It is trained online (a fresh batch from :func:`sxor.xor.data.sample_sparse_xor` at every step)
 on the same loss as the transformer, ``1/2 (f(x) - y)^2``, and evaluated on fresh test samples.
 :func:`smallest_width` searches the smallest width whose test loss drops below a target.
 """
@@ -17,9 +17,9 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import check_dims, check_support, check_tensor
+from .checks import check_dims, check_support, check_tensor
 from .data import sample_sparse_xor
-from .progress import progress
+from ..progress import progress
 
 #: Optimisers :func:`train_ffnn` accepts.
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}

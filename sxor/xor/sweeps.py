@@ -12,9 +12,9 @@ import math
 from typing import Callable, Iterator, NamedTuple
 
 import torch
-from .progress import progress
+from ..progress import progress
 
-from ._checks import check_dims
+from .checks import check_dims
 from .data import random_support, sphere_embeddings
 
 

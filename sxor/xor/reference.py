@@ -1,6 +1,6 @@
 """Independent references for the closed forms: exact enumeration, Monte Carlo and autograd.
 
-These are slow on purpose. They share no algebra with :mod:`sxor.population`, only the model
+These are slow on purpose. They share no algebra with :mod:`sxor.xor.population`, only the model
 definition, so agreement between the two is evidence that the closed forms are right.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_embeddings, check_query, check_support
+from .checks import check_embeddings, check_query, check_support
 from .data import all_inputs, sample_sparse_xor, sparse_xor_labels
 from .model import predict
 

@@ -92,7 +92,7 @@ def plot_regularised(results: dict):
     return fig
 
 
-@register("regularised", "Tikhonov: training loss vs weight decay epsilon (N=10, d=16, one block)",
+@register("regularised-training", "Tikhonov: training loss vs weight decay epsilon (N=10, d=16, one block)",
           plot=plot_regularised)
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, SIZES))

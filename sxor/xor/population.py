@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import batch_shape, check_embeddings, check_finite, check_query, check_support
+from .checks import batch_shape, check_embeddings, check_finite, check_query, check_support
 from .model import attention_kind, scores
 
 

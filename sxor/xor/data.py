@@ -9,12 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_dims, check_support
-
-
-def default_device() -> torch.device:
-    """``cuda`` when a GPU is visible, else ``cpu``: the device every chapter computes on."""
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+from .checks import check_dims, check_support
 
 
 def sphere_embeddings(

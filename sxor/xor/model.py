@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from ._checks import check_embeddings, check_query, check_tensor
+from .checks import check_embeddings, check_query, check_tensor
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ empirical gradient step on ``n`` samples, mini-batch SGD, and ``k``-sparse parit
 
 Every function works for any registered attention kind (``sxor.ATTENTION_KINDS``) and is
 batched over leading dimensions. Success is always judged with the *population* loss, computed
-in closed form by :func:`sxor.population.loss_from_weights`.
+in closed form by :func:`sxor.xor.population.loss_from_weights`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._checks import check_embeddings, check_finite, check_query, check_support, check_tensor
+from .checks import check_embeddings, check_finite, check_query, check_support, check_tensor
 from .data import all_inputs, sparse_xor_labels
 from .metrics import success, target_masses
 from .model import attention_kind, scores
@@ -38,8 +38,8 @@ class Trajectory(NamedTuple):
     """Population gradient descent, recorded at every step ``t = 0, ..., T``."""
 
     loss: torch.Tensor  #: population loss, ``[T + 1, ...]``
-    masses: torch.Tensor  #: ``M[t, ..., head, target]`` as in :func:`sxor.metrics.target_masses`, ``[T + 1, ..., 2, 2]``
-    success: torch.Tensor  #: the success criterion of :mod:`sxor.metrics` at each step, ``[T + 1, ...]``
+    masses: torch.Tensor  #: ``M[t, ..., head, target]`` as in :func:`sxor.xor.metrics.target_masses`, ``[T + 1, ..., 2, 2]``
+    success: torch.Tensor  #: the success criterion of :mod:`sxor.xor.metrics` at each step, ``[T + 1, ...]``
     theta: torch.Tensor  #: final query of the first head, ``[..., m]``
     theta_tilde: torch.Tensor  #: final query of the second head, ``[..., m]``
 
@@ -56,7 +56,7 @@ def population_descent(
     """``T = steps`` steps of population gradient descent with a constant step size ``eta``:
 
     ``theta_{t+1} = theta_t - eta dL/dtheta(theta_t, theta~_t)`` and the same for ``theta~``,
-    with the exact gradient of :func:`sxor.population.population_grad`. ``eta`` is a float or a tensor
+    with the exact gradient of :func:`sxor.xor.population.population_grad`. ``eta`` is a float or a tensor
     broadcasting against the batch shape (one step size per instance).
     """
     _check_steps(steps)
@@ -157,8 +157,8 @@ def sample_batch(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` fresh samples for each of ``S`` supports ``support [S, 2]``: ``x [S, n, d]``, ``y [S, n]``.
 
-    The batched form of :func:`sxor.data.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
-    :func:`sxor.data.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
+    The batched form of :func:`sxor.xor.data.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
+    :func:`sxor.xor.data.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
     """
     check_support(support, d)
     if support.dim() != 2:

@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ._checks import check_dims, check_embeddings, check_query, check_support
+from .checks import check_dims, check_embeddings, check_query, check_support
 from .population import population_grad
 from .sphere import inner_product_tail
 
@@ -148,7 +148,7 @@ def argmax_limit(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor) -
 def sphere_upper_tail(tau: torch.Tensor, m: int) -> torch.Tensor:
     """``P(<v, u> > tau)`` for ``v`` uniform on ``S^(m-1)`` and a fixed unit ``u``, vectorised.
 
-    Interpolates ``log`` of :func:`sxor.sphere.inner_product_tail` (exact, ``mpmath``) on a grid
+    Interpolates ``log`` of :func:`sxor.xor.sphere.inner_product_tail` (exact, ``mpmath``) on a grid
     of ``tau in [0, 1]`` (relative error below ``1e-3`` for ``m <= 100``); the tail is
     ``1/2 I_{1-tau^2}((m-1)/2, 1/2)`` for ``tau >= 0`` and ``1 - P(<v,u> > -tau)`` for ``tau < 0``.
     """
