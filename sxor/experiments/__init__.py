@@ -38,16 +38,21 @@ class Experiment:
     description: str
     run: Callable[[str, torch.device], tuple[dict, list[dict]]]
     plot: Callable[[dict], object] | None = None
+    #: Record fields that identify a cell exactly; set when the CI run's cells are a subset of
+    #: the full run's (same seeds), so that :func:`compare` can check one against the other.
+    compare_keys: tuple[str, ...] | None = None
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
-def register(name: str, description: str, plot: Callable[[dict], object] | None = None):
-    """Decorator registering ``run`` under ``name``."""
+def register(name: str, description: str, plot: Callable[[dict], object] | None = None,
+             compare_keys: Sequence[str] | None = None):
+    """Decorator registering ``run`` under ``name`` (see :class:`Experiment` for the fields)."""
 
     def wrap(fn):
-        REGISTRY[name] = Experiment(name, description, fn, plot)
+        keys = tuple(compare_keys) if compare_keys is not None else None
+        REGISTRY[name] = Experiment(name, description, fn, plot, keys)
         return fn
 
     return wrap
@@ -111,14 +116,21 @@ class Comparison:
                 f"largest difference {bound(self.max_difference, self.tol)}")
 
 
-def compare(ci: dict, full: dict, keys: Sequence[str], tol: float = 1e-9) -> Comparison:
+def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float = 1e-9) -> Comparison:
     """Compare a CI run with the committed full run on the records they share.
 
     Records are matched by the exact values of ``keys`` (integers or strings: never a computed
-    float), every record of ``ci`` must have a partner in ``full``, and every other numeric field
+    float; default: the experiment's registered ``compare_keys``), every record of ``ci`` must have a partner in ``full``, and every other numeric field
     is compared with a relative tolerance: ``|a - b| <= tol * max(1, |a|, |b|)``. The returned
     :class:`Comparison` prints as a bound, identical on every machine while the runs agree.
     """
+    if keys is None:
+        keys = get(ci["experiment"]).compare_keys
+        if keys is None:
+            raise ValueError(f"experiment {ci['experiment']!r} registers no compare_keys: pass keys")
+    if full.get("experiment", ci.get("experiment")) != ci.get("experiment"):
+        raise ValueError(f"cannot compare {ci.get('experiment')!r} with {full.get('experiment')!r}")
+
     def key(record: dict) -> tuple:
         values = tuple(record[k] for k in keys)
         if any(isinstance(v, float) for v in values):

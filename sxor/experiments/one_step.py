@@ -69,7 +69,8 @@ def eta_measure(etas: list[float]):
     return measure
 
 
-@register("one-step-eta", "loss and success after one step against eta/d^2, several d", plot=lambda r: plot_eta(r))
+@register("one-step-eta", "loss and success after one step against eta/d^2, several d", plot=lambda r: plot_eta(r),
+          compare_keys=("d", "eta_index"))
 def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, ETA_SIZES)
     records = []
