@@ -4,6 +4,7 @@
 # Both create .venv from requirements.txt first when it is missing or out of date.
 
 SHELL := /bin/bash
+PYTHON ?= python3
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
@@ -13,7 +14,7 @@ NB    ?= $(NOTEBOOKS)
 .PHONY: book test unit nbval strict-book execute clean
 
 $(STAMP): requirements.txt pyproject.toml
-	test -x $(PY) || python3 -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	timeout 1200 $(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
 	touch $(STAMP)
 
@@ -21,6 +22,7 @@ book: $(STAMP)
 	rm -rf _build/html
 	timeout 900 $(VENV)/bin/jupyter-book build . --keep-going
 	@test -f _build/html/index.html
+	@$(PY) tools/set_repository.py --check
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
 
 # Two pytest workers; --dist loadfile keeps each notebook in one worker (one kernel, cells in order).
