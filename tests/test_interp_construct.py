@@ -235,3 +235,23 @@ def test_random_dataset_refuses_infeasible_and_bad_sizes():
         random_dataset(2, 3, 2, 1)
     X, Y = random_dataset(9, 1, 1, 1, denominator=1, overlap=False)  # exactly the 9 grid points
     assert len({tuple(x.flat) for x in X}) == 9
+
+
+@pytest.mark.parametrize("N", [1, 2, 5])
+def test_equal_means_family_needs_n_minus_one_moves(N):
+    from sxor.interp.dataset import equal_means_dataset
+
+    for m in (1, 2):
+        X, Y = equal_means_dataset(N, 2, m)
+        assert all(sum(x[:, c]) == 0 for x in X for c in range(2))
+        T = construct(X, Y)
+        assert T.info["separation_moves"] == N - 1
+        assert all(e == 0 for e in interpolation_errors(T, X, Y))
+    with pytest.raises(ValueError):
+        equal_means_dataset(N, 2, 4)
+
+
+def test_dense_parameter_count():
+    X, Y = random_dataset(2, 3, [2, 1], 3, seed=0)
+    T = construct(X, Y)
+    assert T.dense_parameters == sum(b.ff.num_parameters + 3 * 9 + 1 for b in T.blocks) > T.num_parameters

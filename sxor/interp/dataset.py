@@ -157,3 +157,25 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
         inputs.append(np.array(rows, dtype=object).reshape(nj, d))
     targets = [np.array(points(mj), dtype=object).reshape(mj, d) for mj in m]
     return inputs, targets
+
+
+def equal_means_dataset(N: int, d: int = 2, m: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """An adversarial family for the separation phase: ``X_j = {0, a_j, -a_j}`` with
+    ``a_j = (j + 1, 1, 0, ..., 0)`` (``a_j = j + 1`` when ``d = 1``), so every input has mean 0 and
+    all of them share the token 0, and targets ``Y_j = {(j, 5 + i, 0, ...) : i < m}``.
+
+    Every token other than 0 belongs to one sequence, so a move changes one mean at a time and
+    separation needs exactly ``N - 1`` moves (chapter 14). Refuses ``N < 1``, ``d < 1``,
+    ``m`` outside ``1..3`` and ``d = 1`` with ``m > 1``."""
+    N, d, m = _positive_int("N", N), _positive_int("d", d), _positive_int("m", m)
+    if m > 3:
+        raise ValueError(f"each input has 3 tokens, so m must be <= 3, got {m}")
+    if d == 1 and m > 1:
+        raise ValueError("d = 1 needs m = 1")
+
+    def point(*coords) -> list[Fraction]:
+        return [Fraction(c) for c in coords][:d] + [Fraction(0)] * max(0, d - len(coords))
+
+    inputs = [np.array([point(0, 0), point(j + 1, 1), point(-(j + 1), -1)], dtype=object) for j in range(N)]
+    targets = [np.array([point(j, 5 + i) for i in range(m)], dtype=object) for j in range(N)]
+    return inputs, targets

@@ -5,8 +5,8 @@ A block is ``FF -> SA`` (Figure 3 of the paper: FF first, then SA):
 * ``FF(x) = eta x + W relu(U x + b)`` with ``U [w, d]``, ``b [w]``, ``W [d, w]``: ``w (2d + 1) + 1``
   stored numbers (:class:`FFLayer`);
 * ``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with ``A = alpha I + q k^T`` and ``V = beta I``:
-  ``2d + 3`` stored numbers (:class:`SALayer`); :attr:`SALayer.dense_parameters` counts full
-  ``A`` (i.e. ``Q^T K``) and ``V`` instead, ``2 d^2 + 1``.
+  ``2d + 3`` stored numbers (:class:`SALayer`); :attr:`SALayer.dense_parameters` counts a
+  dense head instead (full ``Q, K, V`` in ``R^{d x d}`` and ``rho``), ``3 d^2 + 1``.
 
 Every layer is evaluated by :mod:`sxor.interp.layers` (float or exact). All classes are frozen:
 :func:`sxor.interp.construct.construct` builds the network complete, and
@@ -106,8 +106,9 @@ class SALayer:
 
     @property
     def dense_parameters(self) -> int:
-        """Stored numbers with a full ``A [d, d]`` and ``V [d, d]`` (and ``rho``): ``2 d^2 + 1``."""
-        return 2 * self.d * self.d + 1
+        """Stored numbers of a dense head, full ``Q, K, V [d, d]`` (``A = Q^T K``) and ``rho``:
+        ``3 d^2 + 1``."""
+        return 3 * self.d * self.d + 1
 
     @property
     def is_identity(self) -> bool:
@@ -213,7 +214,7 @@ class InterpolatingTransformer:
 
     @property
     def dense_parameters(self) -> int:
-        """The same network stored with full ``A`` and ``V`` in every attention layer."""
+        """The same network with dense heads (full ``Q, K, V``) in every attention layer."""
         return sum(block.dense_parameters for block in self.blocks)
 
     @property
