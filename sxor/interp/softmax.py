@@ -46,7 +46,9 @@ from .layers import (
 
 def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
     """For each query of one sequence ``X [n, d]``: the size ``k_i`` of its argmax set and its
-    score gap ``g_i`` (``math.inf`` when every score ties). Exact (Fractions) for exact ``X``."""
+    score gap ``g_i`` (``math.inf`` when every score ties). Exact (Fractions) for exact ``X``.
+    Accepts one sequence (float tensor/array or exact object array) and ``A [d, d]``; refuses a batch
+    of sequences and whatever :func:`sxor.interp.layers.attention_scores` refuses."""
     S = attention_scores(X, A)
     if S.ndim != 2:
         raise ValueError(f"score_gaps takes one sequence X [n, d], got scores of shape {tuple(S.shape)}")
@@ -63,7 +65,8 @@ def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
 def log_nonmax_weight(X: Array, A: Array, tau: float) -> torch.Tensor:
     """``log eps_i(tau)`` per query, ``eps_i`` the softmax weight outside the hardmax argmax set,
     computed by log-sum-exp in float64 (no underflow even when ``eps_i < 1e-300``); ``-inf``
-    when every score ties. The argmax sets are exact for exact ``X``."""
+    when every score ties. The argmax sets are exact for exact ``X``. Refuses ``tau <= 0``, NaN and
+    infinity, and whatever :func:`sxor.interp.layers.attention_scores` refuses."""
     tau = _check_tau(tau)
     if tau == 0:
         raise ValueError("tau must be > 0 (at tau = 0 the weight outside the argmax set is 0)")
@@ -79,7 +82,8 @@ def log_nonmax_weight_bound(n: int, k: object, gap: object, tau: float) -> torch
     """Log of the worst case of ``eps_i`` over all score rows with ``k`` maximisers and gap
     ``gap``: ``log[(n - k) e^{-gap/tau} / (k + (n - k) e^{-gap/tau})]``, attained when every
     other score is exactly ``gap`` below the top. In logs, so it never underflows; ``-inf`` when
-    ``k = n`` (everything ties, softmax is hardmax). Accepts scalars or tensors for ``k``, ``gap``."""
+    ``k = n`` (everything ties, softmax is hardmax). Accepts scalars or tensors for ``k``, ``gap``;
+    refuses ``tau <= 0``, ``k`` outside ``[1, n]`` and ``gap <= 0``."""
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     k = torch.as_tensor(k, dtype=torch.float64)
@@ -93,7 +97,9 @@ def log_nonmax_weight_bound(n: int, k: object, gap: object, tau: float) -> torch
 
 
 def softmax_deviation(X: Array, A: Array, rho: Scalar, V: Array, tau: float) -> torch.Tensor:
-    """``|SA_tau(X)_i - SA_0(X)_i|`` (Euclidean, float64) per token: distance from hardmax."""
+    """``|SA_tau(X)_i - SA_0(X)_i|`` (Euclidean, float64) per token: distance from hardmax.
+    Accepts exact or float ``X [n, d]`` and a float ``tau > 0``; refuses what
+    :func:`sxor.interp.layers.self_attention` refuses (non-finite entries, bad shapes, ``tau < 0``)."""
     Xf = torch.as_tensor(np.asarray(X, dtype=np.float64)) if isinstance(X, np.ndarray) else X.to(torch.float64)
     hard = self_attention(X, A, rho, V, 0)
     hard = torch.as_tensor(np.asarray(hard, dtype=np.float64)) if isinstance(hard, np.ndarray) else hard
@@ -161,8 +167,8 @@ def snap_temperature_bound(
       e^{-(s_top - s_il)/tau}``, increasing in ``tau``; the largest ``tau`` with
       ``B_i(tau) <= h - a_i`` is found by bisection (to relative ``1e-12``).
 
-    Returns ``math.inf`` when every ``tau`` works; raises when a hardmax image already lies
-    outside the slab.
+    Returns ``math.inf`` when every ``tau`` works; raises ``ValueError`` when a hardmax image
+    already lies outside the slab or ``kind`` is unknown.
     """
     if kind not in ("gap", "per-token"):
         raise ValueError(f"kind must be 'gap' or 'per-token', got {kind!r}")
@@ -209,7 +215,8 @@ def snap_temperature_bound(
 
 
 def lands_in_slab(X: Array, A: Array, rho: Scalar, V: Array, tau: float, v: object, s: float, h: float, tokens: list[int]) -> bool:
-    """Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab."""
+    """Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab.
+    Refuses what :func:`sxor.interp.layers.self_attention` refuses."""
     Xf = torch.as_tensor(np.asarray(X, dtype=np.float64))
     out = self_attention(Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau)
     proj = out[tokens] @ torch.as_tensor(np.asarray(v, dtype=np.float64))
