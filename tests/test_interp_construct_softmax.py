@@ -240,3 +240,13 @@ def test_certificate_at_tiny_tau_is_fast(tau):
     t0 = time.process_time()
     c = softmax_certificate(T, X, Y, tau)
     assert c["exact"] and time.process_time() - t0 < 10
+
+
+def test_shared_targets_and_targets_among_the_inputs():
+    X = [frac([[0, 0], [1, 0], [0, 1]]), frac([[1, 0], [2, 2]]), frac([[3, 1], [1, 1], [0, 0]])]
+    Y = [frac([[1, 0], [2, 2]]), frac([[1, 0], [0, 0]]), frac([[1, 0]])]  # (1, 0) is everyone's target
+    for attention in ("hardmax", "softmax"):
+        T = construct(X, Y, attention=attention)
+        assert all(e == 0 for e in interpolation_errors(T, X, Y))
+        if attention == "softmax":
+            assert softmax_certificate(T, X, Y)["hausdorff_bound"] == 0

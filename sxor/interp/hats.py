@@ -104,7 +104,8 @@ def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *,
     ``gap`` the distance from ``s = <u, p>`` to the nearest other projection. ``g`` is piecewise
     linear with kinks ``s -+ gap/2, s -+ gap/4``: zero outside ``(s - gap/2, s + gap/2)``, equal to
     ``goal - p - (<u, x> - s) e_1`` on ``[s - gap/4, s + gap/4]``. The layer records ``gap`` and
-    ``v_l1 = 1`` (the half-width it absorbs is ``gap/4`` along ``e_1``)."""
+    ``v_l1 = 1`` (the half-width it absorbs is ``gap/4`` along ``e_1``). Refuses a ``p`` that is
+    not in ``values`` and ``p``, ``goal`` of the wrong length."""
     _check_move(values, p, goal, d, "goal")
     u = injective_direction(values, d, start)
     s, gap = dot(u, p), _gap(values, u, p)
