@@ -114,8 +114,14 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
     with some ``m_j > 1`` (see :func:`check_dataset`) and any request the grid cannot hold (more
     distinct tokens than grid points, or fewer distinct subsets of the pool than ``N``)."""
     N, d, denominator = _positive_int("N", N), _positive_int("d", d), _positive_int("denominator", denominator)
-    n = [n] * N if isinstance(n, (int, np.integer)) and not isinstance(n, bool) else list(n)
-    m = [m] * N if isinstance(m, (int, np.integer)) and not isinstance(m, bool) else list(m)
+    def lengths(name: str, value: object) -> list:
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return [value] * N
+        if isinstance(value, (list, tuple, np.ndarray)):
+            return list(value)
+        raise ValueError(f"{name}_j must be an int or a list of N = {N} ints, got {value!r}")
+
+    n, m = lengths("n", n), lengths("m", m)
     if len(n) != N or len(m) != N:
         raise ValueError(f"n and m must be ints or lists of N = {N} ints, got {n}, {m}")
     n = [_positive_int("n_j", v) for v in n]
