@@ -250,3 +250,25 @@ def test_shared_targets_and_targets_among_the_inputs():
         assert all(e == 0 for e in interpolation_errors(T, X, Y))
         if attention == "softmax":
             assert softmax_certificate(T, X, Y)["hausdorff_bound"] == 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rank_one_collapse_is_exact_with_the_same_count(seed):
+    rng = np.random.default_rng(seed)
+    N, d = int(rng.integers(2, 5)), int(rng.integers(2, 4))
+    m = [int(v) for v in rng.integers(1, 3, size=N)]
+    m[0] = 2  # the leader route
+    X, Y = random_dataset(N, 4, m, d, seed=seed)
+    for attention in ("hardmax", "softmax"):
+        R = construct(X, Y, attention=attention, collapse="rank-one")
+        I = construct(X, Y, attention=attention)
+        sa = next(b.sa for b in R.blocks if b.phase == "collapse")
+        assert sa.alpha == 0 and all(c == 1 for c in sa.q) and all(c == 1 for c in sa.k)  # A = 1 1^T
+        assert R.num_blocks == I.num_blocks and R.num_parameters == I.num_parameters
+        assert all(e == 0 for e in interpolation_errors(R, X, Y))
+        if attention == "softmax":
+            assert softmax_certificate(R, X, Y)["hausdorff_bound"] == 0
+    with pytest.raises(ValueError, match="m_j <= 2"):
+        construct(X, [np.concatenate([Y[0], frac([[9, 9, 9][:d]])])] + Y[1:], collapse="rank-one")
+    with pytest.raises(ValueError, match="collapse must be one of"):
+        construct(X, Y, collapse="rank-two")

@@ -56,7 +56,7 @@ __all__ = [
     "check_dataset", "random_dataset", "injective_direction", "hat_move", "snap_move", "construct",
     "interpolation_errors", "softmax_certificate", "block_bound", "parameter_bound",
     "separation_phase", "mean_collapse_phase", "leader_phase", "hardmax_interpolation_phase",
-    "softmax_interpolation_phase",
+    "softmax_interpolation_phase", "collapse_layer",
 ]
 
 
@@ -259,7 +259,25 @@ def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
     return projection, moves, radius
 
 
-def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", tau=None) -> InterpolatingTransformer:
+COLLAPSES = ("identity", "rank-one")
+
+
+def collapse_layer(d: int, kind: str = "identity") -> SALayer:
+    """Phase 3's attention layer, ``rho = 0``, ``V = I``: ``A = I`` (``kind="identity"``, Lemma 13.5)
+    or the rank-one ``A = 1 1^T`` (``kind="rank-one"``, Lemma A of chapter 11: every token with
+    ``<1, x> > 0`` goes to the token of largest ``<1, x>``, the leader, and a token with
+    ``<1, x> < 0`` to the one of smallest, which keeps one parked token per sequence, so it needs
+    every ``m_j <= 2``). Refuses another ``kind``."""
+    if kind == "identity":
+        return SALayer(Fraction(0), Fraction(1), zeros(d), zeros(d), Fraction(1), "collapse onto leaders (A = I)")
+    if kind == "rank-one":
+        ones = np.array([Fraction(1)] * d, dtype=object)
+        return SALayer(Fraction(0), Fraction(0), ones, ones.copy(), Fraction(1), "collapse onto leaders (A = 1 1^T)")
+    raise ValueError(f"collapse must be one of {COLLAPSES}, got {kind!r}")
+
+
+def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", tau=None, *,
+              collapse: str = "identity") -> InterpolatingTransformer:
     """Build a transformer that interpolates ``inputs[j] -> targets[j]`` exactly (as sets).
 
     ``inputs[j] [n_j, d]``, ``targets[j] [m_j, d]``: exact entries (int, Fraction; floats are
@@ -271,15 +289,23 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
       mean route); ``tau`` (int or Fraction, default a rational near ``tau_max / 2``, or 1) is
       the temperature stored in ``T``.
 
-    Refuses an unknown ``attention``, ``tau != 0`` for hardmax, ``tau <= 0``, NaN, inf or a float
-    ``tau`` for softmax, and every dataset :func:`check_dataset` refuses."""
+    ``collapse`` chooses phase 3's attention (:func:`collapse_layer`): ``"identity"`` (``A = I``,
+    any ``m_j``) or ``"rank-one"`` (``A = 1 1^T``, every ``m_j <= 2``); same block count.
+
+    Refuses an unknown ``attention`` or ``collapse``, ``"rank-one"`` with some ``m_j > 2``,
+    ``tau != 0`` for hardmax, ``tau <= 0``, NaN, inf or a float ``tau`` for softmax, and every
+    dataset :func:`check_dataset` refuses."""
     if attention not in ATTENTIONS:
         raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
     if attention == "hardmax" and not (tau is None or (not isinstance(tau, bool) and tau == 0)):
         raise ValueError(f"hardmax attention has tau = 0, got tau={tau}")
     if attention == "softmax" and tau is not None:
         tau = check_temperature(tau)
+    if collapse not in COLLAPSES:
+        raise ValueError(f"collapse must be one of {COLLAPSES}, got {collapse!r}")
     X_all, Y_all = check_dataset(inputs, targets)
+    if collapse == "rank-one" and any(y.shape[0] > 2 for y in Y_all):
+        raise ValueError("the rank-one collapse keeps at most one parked token per sequence: it needs every m_j <= 2")
     keep = distinct_indices(X_all)
     X, Y = [X_all[j] for j in keep], [Y_all[j] for j in keep]
     d = X[0].shape[1]
@@ -296,14 +322,14 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
     else:
         sep = separation_phase([x.copy() for x in X], d, shift=True)
         lead = leader_phase(sep.states, Y, d, sep.start)
-        collapse = SALayer(Fraction(0), Fraction(1), zeros(d), zeros(d), Fraction(1), "collapse onto leaders")
+        collapse_sa = collapse_layer(d, collapse)
         blocks = []
         if sep.shift is not None:
             ffs = list(sep.moves) or [identity_ff(d)]
             blocks += [Block(ff, sep.shift if i == len(ffs) - 1 else identity_sa(d), "separation")
                        for i, ff in enumerate(ffs)]
         blocks += [Block(ff, identity_sa(d), "leaders") for ff in lead.moves[:-1]]
-        blocks.append(Block(lead.moves[-1], collapse, "collapse"))
+        blocks.append(Block(lead.moves[-1], collapse_sa, "collapse"))
         if attention == "hardmax":
             moves = hardmax_interpolation_phase(lead.destinations, goals, d, flat=True, start=lead.start)
             blocks += [Block(ff, identity_sa(d), "interpolation") for ff in moves]
@@ -311,8 +337,8 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
             projection, moves, radius = softmax_interpolation_phase(lead.destinations, goals, d, lead.start)
             blocks.append(Block(projection, identity_sa(d), "projection"))
             blocks += [Block(ff, identity_sa(d), "interpolation") for ff in moves]
-            gap, spread = collapse_margins(lead.states, collapse)
-        info.update(route="leaders", separation_moves=len(sep.moves), shift=sep.shift is not None,
+            gap, spread = collapse_margins(lead.states, collapse_sa)
+        info.update(route="leaders", collapse=collapse, separation_moves=len(sep.moves), shift=sep.shift is not None,
                     box=lead.box, park_radius=lead.park_radius)
     if attention == "hardmax":
         return InterpolatingTransformer(tuple(blocks), d, "hardmax", 0, info=info)
