@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from sxor.interp import feed_forward, hausdorff_squared, self_attention
+from sxor.interp.exact import from_floats
 from sxor.interp.construct import (
     FFLayer,
     construct,
@@ -19,7 +20,6 @@ from sxor.interp.construct import (
     block_bound,
     parameter_bound,
     random_dataset,
-    softmax_certificate,
 )
 
 
@@ -85,11 +85,15 @@ def test_counts_do_not_grow_with_input_length():
     assert max(c[0] for c in counts) <= 2 * 4 + 2
 
 
-def test_float_data_is_converted_exactly_and_float_path_matches():
+def test_float_data_is_refused_and_from_floats_converts_exactly():
     X = [np.array([[0.5, 0.25], [1.0, -0.75], [0.1, 0.3]]), np.array([[0.5, 0.25], [2.0, 1.0]])]
     Y = [np.array([[3.0, 1.0]]), np.array([[0.0, 0.0], [1.0, 1.0]])]
-    T = construct(X, Y)
-    assert all(e == 0 for e in interpolation_errors(T, X, Y))
+    with pytest.raises(ValueError, match="accepts only int and Fraction"):
+        construct(X, Y)
+    Xe, Ye = [from_floats(x) for x in X], [from_floats(y) for y in Y]
+    assert Xe[0][2, 0] == Fraction(0.1) != Fraction(1, 10)
+    T = construct(Xe, Ye)
+    assert all(e == 0 for e in interpolation_errors(T, Xe, Ye))
     for x, y in zip(X, Y):  # float64 torch evaluation of the same network
         out = T(torch.tensor(x, dtype=torch.float64))
         assert out.dtype == torch.float64
@@ -100,7 +104,7 @@ def test_blocks_are_ff_then_sa_and_phases_in_order():
     X, Y = random_dataset(4, 5, [2, 1, 3, 1], 3, seed=3)
     T = construct(X, Y)
     phases = [b.phase for b in T.blocks]
-    order = {"separation": 0, "leaders": 1, "collapse": 2, "interpolation": 3}
+    order = {"separation": 0, "leaders": 1, "collapse": 2, "projection": 3, "interpolation": 4}
     assert [order[p] for p in phases] == sorted(order[p] for p in phases)
     assert phases.count("collapse") == 1 and phases.count("interpolation") == sum([2, 1, 3, 1])
     states = T.trajectory(X[0])
@@ -155,13 +159,15 @@ def test_injective_direction():
         ([frac([[0, 0], [1, 1]])], [frac([[2, 2], [2, 2]])], r"targets\[0\] repeats the token \(2, 2\)"),
         ([frac([[0, 0], [1, 1]]), frac([[1, 1], [0, 0]])], [frac([[1, 0]]), frac([[0, 1]])],
          r"inputs\[0\] and inputs\[1\] contain the same tokens"),
-        ([np.array([[0], [1]], dtype=object)], [np.array([[1]], dtype=object)], "d >= 2"),
+        ([np.array([[0], [1]], dtype=object)], [np.array([[1], [2]], dtype=object)], "d = 1 is supported only"),
         ([frac([[0, 0]])], [frac([[0, 0, 0]])], "dimension 3"),
         ([frac([[0, 0]])], [], "1 input sequences but 0 target"),
         ([], [], "empty"),
         ([frac([[0, 0]])], [np.zeros((0, 2), dtype=object)], "empty"),
-        ([np.array([[0.0, float("nan")]])], [frac([[1, 1]])], "non-finite"),
-        ([frac([[0, 0]])], [np.array([["a", 1]], dtype=object)], "expected int, Fraction or float"),
+        ([np.array([[0.0, float("nan")]])], [frac([[1, 1]])], "accepts only int and Fraction"),
+        ([frac([[0, 0]])], [np.array([["a", 1]], dtype=object)], "not a rational number"),
+        ([frac([[0, 0], [1, 1]]), frac([[1, 1], [0, 0]])], [frac([[1, 0]]), frac([[1, 0], [0, 1]])],
+         "their targets differ"),
         ([np.array([Fraction(0), Fraction(0)], dtype=object)], [frac([[1, 1]])], "2-D"),
     ],
 )
@@ -177,7 +183,12 @@ def test_bad_attention_arguments():
     with pytest.raises(ValueError, match="tau = 0"):
         construct(X, Y, attention="hardmax", tau=0.5)
     with pytest.raises(ValueError, match="tau > 0"):
-        construct(X, Y, attention="softmax", tau=-1.0)
+        construct(X, Y, attention="softmax", tau=Fraction(-1))
+    for bad in (float("inf"), float("nan"), -1.0):
+        with pytest.raises(ValueError, match="tau must be"):
+            construct(X, Y, attention="softmax", tau=bad)
+    with pytest.raises(ValueError, match="float"):
+        construct(X, Y, attention="softmax", tau=0.5)
     with pytest.raises(ValueError, match="softmax transformers only"):
         construct(X, Y).error_bound(0.1)
 
@@ -193,40 +204,6 @@ def test_random_dataset_arguments():
     assert all(np.array_equal(a, b) for a, b in zip(X, X2))
 
 
-# ------------------------------------------------------------------ softmax
-
-
-def test_softmax_certificate_and_bound():
-    X = [frac([[0, 0], [2, 2], [1, 0]]), frac([[2, 0], [0, 2]]), frac([[1, 1], [0, 0], [2, 2]])]
-    Y = [frac([[5, 5], [0, 1]]), frac([[5, 5], [1, 0]]), frac([[0, 1]])]
-    T = construct(X, Y, attention="softmax")
-    H = construct(X, Y)
-    assert T.num_blocks == H.num_blocks <= block_bound([2, 2, 1], "softmax")
-    assert 0 < T.tau < T.tau_max < float("inf")
-    previous = None
-    for scale in (Fraction(9, 10), Fraction(1, 2), Fraction(1, 4)):
-        tau = Fraction(T.tau_max) * scale
-        c = softmax_certificate(T, X, Y, tau)
-        assert c["certified"]
-        assert float(c["deviation"]) <= c["bound"] <= float(T.radius)
-        assert 0 < max(c["hausdorff"]) <= float(c["deviation"]) * (1 + 1e-9)
-        if previous is not None:
-            assert max(c["hausdorff"]) < previous  # the error shrinks as tau -> 0
-        previous = max(c["hausdorff"])
-
-
-def test_softmax_float_path_within_bound():
-    X, Y = random_dataset(3, 4, [1, 2, 1], 2, seed=2)
-    T = construct(X, Y, attention="softmax")
-    tau = T.tau_max / 2
-    bound = float(T.error_bound(tau))
-    for x, y in zip(X, Y):
-        xt = torch.tensor(np.array(x, dtype=np.float64))
-        T.tau = tau
-        out = T(xt)
-        assert float(hausdorff_squared(out, torch.tensor(np.array(y, dtype=np.float64)))) ** 0.5 <= bound + 1e-9
-
-
 def test_block_bound_formulas():
     assert block_bound([1, 2, 3], "hardmax") == 2 * 6 + 2 * 3 + 1
     assert block_bound([1, 2, 3], "softmax") == 2 * 6 + 3 * 3
@@ -237,3 +214,44 @@ def test_ff_layer_counts():
     layer = FFLayer(Fraction(1), np.zeros((4, 3), dtype=object), np.zeros(4, dtype=object),
                     np.zeros((3, 4), dtype=object))
     assert layer.width == 4 and layer.num_parameters == 1 + 4 * 7 and not layer.is_identity
+
+
+def test_random_dataset_refuses_infeasible_and_bad_sizes():
+    with pytest.raises(ValueError, match="N must be >= 1"):
+        random_dataset(0, 2, 1, 2)
+    for den in (0, -3):
+        with pytest.raises(ValueError, match="denominator must be >= 1"):
+            random_dataset(2, 2, 1, 2, denominator=den)
+    with pytest.raises(ValueError, match="grid"):  # 9 grid points in d = 1, den = 1
+        random_dataset(3, 10, 1, 1, denominator=1)
+    with pytest.raises(ValueError, match="grid"):  # more distinct inputs than subsets of the grid
+        random_dataset(10, 1, 1, 1, denominator=1, overlap=False)
+    with pytest.raises(ValueError, match="grid"):
+        random_dataset(40, 8, 1, 1, denominator=1)
+    for bad in (2.0, True, "3"):
+        with pytest.raises(ValueError):
+            random_dataset(bad, 2, 1, 2)
+    with pytest.raises(ValueError, match="d = 1 needs"):
+        random_dataset(2, 3, 2, 1)
+    X, Y = random_dataset(9, 1, 1, 1, denominator=1, overlap=False)  # exactly the 9 grid points
+    assert len({tuple(x.flat) for x in X}) == 9
+
+
+@pytest.mark.parametrize("N", [1, 2, 5])
+def test_equal_means_family_needs_n_minus_one_moves(N):
+    from sxor.interp.dataset import equal_means_dataset
+
+    for m in (1, 2):
+        X, Y = equal_means_dataset(N, 2, m)
+        assert all(sum(x[:, c]) == 0 for x in X for c in range(2))
+        T = construct(X, Y)
+        assert T.info["separation_moves"] == N - 1
+        assert all(e == 0 for e in interpolation_errors(T, X, Y))
+    with pytest.raises(ValueError):
+        equal_means_dataset(N, 2, 4)
+
+
+def test_dense_parameter_count():
+    X, Y = random_dataset(2, 3, [2, 1], 3, seed=0)
+    T = construct(X, Y)
+    assert T.dense_parameters == sum(b.ff.num_parameters + 3 * 9 + 1 for b in T.blocks) > T.num_parameters

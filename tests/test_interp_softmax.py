@@ -274,3 +274,56 @@ def test_snap_layers_collapse_clusters_in_higher_dimension():
         Y = feed_forward(Y, **snap_layer(v, s, h, c, q))
     assert len({tuple(r) for r in Y}) == 3
     assert all(len({tuple(r) for r in Y[5 * k:5 * k + 5]}) == 1 for k in range(3))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_snap_layer_refuses_non_finite_parameters(bad):
+    with pytest.raises(ValueError, match="finite"):
+        snap_layer([1.0, bad], 0.0, 1.0, [0.0, 0.0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="finite"):
+        snap_layer([1.0, 0.0], bad, 1.0, [0.0, 0.0], [1.0, 0.0])
+    with pytest.raises(ValueError, match="finite"):
+        snap_layer([1.0, 0.0], 0.0, 1.0, [0.0, bad], [1.0, 0.0])
+    with pytest.raises(ValueError):
+        snap_layer([1.0, 0.0], 0.0, bad, [0.0, 0.0], [1.0, 0.0])
+
+
+def test_enclosure_at_tiny_tau_is_fast_and_contains_hardmax_limit():
+    import time
+
+    X = as_exact([[3, 0], [0, 3], [1, 1], [-2, -2]])
+    p = rank_one_layer([1, 1])
+    hard = self_attention(X, p["A"], p["rho"], p["V"])
+    for tau in (Fraction(1, 10**9), Fraction(1, 10**12), Fraction(1, 10**40)):
+        t0 = time.process_time()
+        lo, hi = softmax_attention_enclosure(X, p["A"], p["rho"], p["V"], tau)
+        assert time.process_time() - t0 < 5
+        assert all(lo[i, c] <= hard[i, c] <= hi[i, c] for i in range(4) for c in range(2))
+        assert max(b - a for a, b in zip(lo.flat, hi.flat)) < Fraction(1, 2**150)
+
+
+def test_feed_forward_enclosure_is_exact_where_the_layer_is_affine():
+    lo, hi = as_exact([[1, 0]]), as_exact([[2, 0]])
+    W, U, b = as_exact([[-1], [0]]), as_exact([[1, 0]]), as_exact([0])  # x -> x - relu(x_1) e_1 = (0, x_2)
+    out_lo, out_hi = feed_forward_enclosure(lo, hi, 1, W, U, b)
+    assert list(out_lo[0]) == list(out_hi[0]) == [0, 0]  # naive interval arithmetic gives [-1, 1]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_feed_forward_enclosure_affine_branch_is_sound_and_tight(seed):
+    import itertools
+
+    g = torch.Generator().manual_seed(100 + seed)
+    W, U, b = random_rationals((3, 4), g), random_rationals((4, 3), g), random_rationals((4,), g)
+    centre = random_rationals((2, 3), g)
+    lo, hi = centre - Fraction(1, 1000), centre + Fraction(1, 1000)  # small boxes: constant pattern
+    out_lo, out_hi = feed_forward_enclosure(lo, hi, Fraction(1, 3), W, U, b)
+    for i in range(2):
+        corners = [np.array([(lo if c else hi)[i, k] for k, c in enumerate(bits)], dtype=object)
+                   for bits in itertools.product((0, 1), repeat=3)]
+        images = feed_forward(np.stack(corners), Fraction(1, 3), W, U, b)
+        for r in range(3):  # every corner inside, and the bounds attained (an affine map's box image)
+            assert all(out_lo[i, r] <= y <= out_hi[i, r] for y in images[:, r])
+            pre = [lo[i] @ U[k] + b[k] for k in range(4)]
+            if all(abs(p) > Fraction(3, 1000) * 8 for p in pre):
+                assert min(images[:, r]) == out_lo[i, r] and max(images[:, r]) == out_hi[i, r]

@@ -1,6 +1,8 @@
 """Part II: exact sequence interpolation with transformers (Alcalde, Fantuzzi & Zuazua,
 arXiv 2502.02270).
 
+* :mod:`sxor.interp.exact`: exact rational arithmetic (conversion with one float policy: floats
+  are refused unless converted on purpose with ``from_floats``; dot products, means, projections).
 * :mod:`sxor.interp.layers`: the ReLU feed-forward and hardmax/softmax self-attention layers and
   the Hausdorff distance, in float and in exact rational arithmetic.
 * :mod:`sxor.interp.clustering`: repeated attention as a clustering dynamics, leaders.
@@ -8,8 +10,10 @@ arXiv 2502.02270).
   random admissible instances).
 * :mod:`sxor.interp.softmax`: softmax near hardmax (gaps, bounds), snap layers, and rigorous
   rational enclosures.
-* :mod:`sxor.interp.construct`: this book's exact interpolation construction (hardmax, and
-  softmax within a proven bound), its block and parameter counts.
+* :mod:`sxor.interp.network`, :mod:`sxor.interp.hats`, :mod:`sxor.interp.dataset`,
+  :mod:`sxor.interp.construct`, :mod:`sxor.interp.certificate`: this book's exact interpolation
+  construction (hardmax, and softmax exact below a temperature ``tau_max``), its layers, dataset
+  checks, phases, counts, and the rigorous softmax certificate.
 * :mod:`sxor.interp.baseline`: the ResNet-on-flattened-sequences interpolation baseline.
 * :mod:`sxor.interp.training`: the regularised (Tikhonov) training experiment.
 * :mod:`sxor.interp.plots`: drawings of 2-D token clouds.

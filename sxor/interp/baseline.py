@@ -3,7 +3,7 @@
 This book's baseline, in the spirit of the ResNet / neural-ODE interpolation constructions of
 Ruiz-Balet & Zuazua (2023): flatten each input ``X_j [n, d]`` to ``z_j`` in ``R^(n d)`` (row by
 row) and move the ``N`` points one at a time with residual hat blocks
-``z -> z + W relu(U z + b)`` (width 3, the same hat as :mod:`sxor.interp.construct`), from
+``z -> z + W relu(U z + b)`` (width 3, the same hat as :mod:`sxor.interp.hats`), from
 ``z_j`` to ``(vec Y'_j, 0)``, where ``Y'_j`` is ``Y_j`` padded to ``m = max_j m_j`` tokens by
 repeating its last token; the output is the first ``m d`` coordinates, read as ``m`` tokens (so
 its *set* is ``Y_j``, as for the transformer). It has ``N`` blocks of ``3 (2 n d + 1) + 1 = 6 n d + 4`` parameters: its size grows linearly with the input
@@ -18,7 +18,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .construct import FFLayer, check_dataset, hat_move
+from .dataset import check_dataset
+from .hats import hat_move
+from .network import FFLayer
 
 
 @dataclass

@@ -36,6 +36,8 @@ import mpmath
 import numpy as np
 import torch
 
+from .exact import as_exact, exact_scalar as _exact_scalar, fractions as _fractions, is_exact
+
 Array = Union[torch.Tensor, np.ndarray]
 Scalar = Union[int, float, Fraction]
 
@@ -43,43 +45,6 @@ Scalar = Union[int, float, Fraction]
 # --------------------------------------------------------------------------------------------
 # input handling
 # --------------------------------------------------------------------------------------------
-
-
-def is_exact(X: object) -> bool:
-    """True when ``X`` selects the exact path (a numpy array of ``dtype=object``)."""
-    return isinstance(X, np.ndarray) and X.dtype == object
-
-
-def _exact_scalar(name: str, value: object) -> Fraction:
-    if isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be an int or Fraction on the exact path, got a bool")
-    if isinstance(value, (numbers.Rational, np.integer)):
-        return Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
-    if isinstance(value, str):
-        try:
-            return Fraction(value)
-        except ValueError:
-            raise ValueError(f"{name} contains the string {value!r}, which is not a rational number") from None
-    raise ValueError(
-        f"{name} contains {value!r} of type {type(value).__name__}; the exact path accepts only int "
-        "and Fraction (a float would silently round: convert it with Fraction(...) on purpose)"
-    )
-
-
-def as_exact(a: object, name: str = "array") -> np.ndarray:
-    """Convert ``a`` (nested lists, integer/object arrays, int/Fraction/str entries) to an object
-    array of :class:`Fraction`; floats raise ``ValueError`` (no silent rounding)."""
-    if isinstance(a, torch.Tensor):
-        if a.is_floating_point() or a.is_complex():
-            raise ValueError(f"{name} is a float tensor; the exact path accepts only int and Fraction")
-        a = a.tolist()
-    arr = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
-    if arr.dtype != object and arr.dtype.kind not in "iu":
-        raise ValueError(f"{name} has dtype {arr.dtype}; the exact path accepts only int and Fraction entries")
-    out = np.empty(arr.shape, dtype=object)
-    for idx, value in np.ndenumerate(arr):
-        out[idx] = _exact_scalar(name, value)
-    return out
 
 
 def _check_tokens(name: str, shape: tuple[int, ...]) -> None:
@@ -154,19 +119,6 @@ def _relu_exact(Z: np.ndarray) -> np.ndarray:
     out = np.empty(Z.shape, dtype=object)
     for idx, z in np.ndenumerate(Z):
         out[idx] = z if z > 0 else Fraction(0)
-    return out
-
-
-def _fractions(a: np.ndarray) -> np.ndarray:
-    """Final guard of the exact path: every entry is a Fraction (ints are promoted)."""
-    out = np.empty(a.shape, dtype=object)
-    for idx, value in np.ndenumerate(a):
-        if isinstance(value, Fraction):
-            out[idx] = value
-        elif isinstance(value, int) and not isinstance(value, bool):
-            out[idx] = Fraction(value)
-        else:  # pragma: no cover - unreachable when the inputs were validated
-            raise AssertionError(f"non-rational value {value!r} on the exact path")
     return out
 
 

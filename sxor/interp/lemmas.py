@@ -23,7 +23,8 @@ from fractions import Fraction
 import numpy as np
 import torch
 
-from .layers import as_exact
+from .exact import as_exact, dot
+from .exact import mean as _exact_mean
 
 # --------------------------------------------------------------------------------------------
 # layer parameters: self_attention(X, **params)
@@ -65,7 +66,7 @@ def _tokens(X: object) -> np.ndarray:
 
 
 def _mean(X: np.ndarray, rows: list[int]) -> list[Fraction]:
-    return [sum((X[l, k] for l in rows), Fraction(0)) / len(rows) for k in range(X.shape[1])]
+    return list(_exact_mean(X, rows))
 
 
 def rank_one_sets(X: object, v: object) -> list[list[int]]:
@@ -73,7 +74,7 @@ def rank_one_sets(X: object, v: object) -> list[list[int]]:
     X, v = _tokens(X), as_exact(v, "v")
     if v.shape != (X.shape[1],):
         raise ValueError(f"v must have shape ({X.shape[1]},), got {v.shape}")
-    proj = [sum((X[i, k] * v[k] for k in range(X.shape[1])), Fraction(0)) for i in range(X.shape[0])]
+    proj = [dot(X[i], v) for i in range(X.shape[0])]
     top = [l for l, p in enumerate(proj) if p == max(proj)]
     bottom = [l for l, p in enumerate(proj) if p == min(proj)]
     return [top if p > 0 else bottom if p < 0 else list(range(len(proj))) for p in proj]
@@ -90,7 +91,7 @@ def rank_one_violations(X: object, v: object) -> list[str]:
     of largest (smallest) projection when some projection is positive (negative). Empty when
     the lemma applies."""
     X, v = _tokens(X), as_exact(v, "v")
-    proj = [sum((X[i, k] * v[k] for k in range(X.shape[1])), Fraction(0)) for i in range(X.shape[0])]
+    proj = [dot(X[i], v) for i in range(X.shape[0])]
     problems = [f"<v, x_{i}> = 0" for i, p in enumerate(proj) if p == 0]
     if any(p > 0 for p in proj) and proj.count(max(proj)) > 1:
         problems.append(f"{proj.count(max(proj))} tokens tie for the largest <v, x>")

@@ -46,7 +46,9 @@ from .layers import (
 
 def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
     """For each query of one sequence ``X [n, d]``: the size ``k_i`` of its argmax set and its
-    score gap ``g_i`` (``math.inf`` when every score ties). Exact (Fractions) for exact ``X``."""
+    score gap ``g_i`` (``math.inf`` when every score ties). Exact (Fractions) for exact ``X``.
+    Accepts one sequence (float tensor/array or exact object array) and ``A [d, d]``; refuses a batch
+    of sequences and whatever :func:`sxor.interp.layers.attention_scores` refuses."""
     S = attention_scores(X, A)
     if S.ndim != 2:
         raise ValueError(f"score_gaps takes one sequence X [n, d], got scores of shape {tuple(S.shape)}")
@@ -63,7 +65,8 @@ def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
 def log_nonmax_weight(X: Array, A: Array, tau: float) -> torch.Tensor:
     """``log eps_i(tau)`` per query, ``eps_i`` the softmax weight outside the hardmax argmax set,
     computed by log-sum-exp in float64 (no underflow even when ``eps_i < 1e-300``); ``-inf``
-    when every score ties. The argmax sets are exact for exact ``X``."""
+    when every score ties. The argmax sets are exact for exact ``X``. Refuses ``tau <= 0``, NaN and
+    infinity, and whatever :func:`sxor.interp.layers.attention_scores` refuses."""
     tau = _check_tau(tau)
     if tau == 0:
         raise ValueError("tau must be > 0 (at tau = 0 the weight outside the argmax set is 0)")
@@ -79,7 +82,8 @@ def log_nonmax_weight_bound(n: int, k: object, gap: object, tau: float) -> torch
     """Log of the worst case of ``eps_i`` over all score rows with ``k`` maximisers and gap
     ``gap``: ``log[(n - k) e^{-gap/tau} / (k + (n - k) e^{-gap/tau})]``, attained when every
     other score is exactly ``gap`` below the top. In logs, so it never underflows; ``-inf`` when
-    ``k = n`` (everything ties, softmax is hardmax). Accepts scalars or tensors for ``k``, ``gap``."""
+    ``k = n`` (everything ties, softmax is hardmax). Accepts scalars or tensors for ``k``, ``gap``;
+    refuses ``tau <= 0``, ``k`` outside ``[1, n]`` and ``gap <= 0``."""
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     k = torch.as_tensor(k, dtype=torch.float64)
@@ -93,7 +97,9 @@ def log_nonmax_weight_bound(n: int, k: object, gap: object, tau: float) -> torch
 
 
 def softmax_deviation(X: Array, A: Array, rho: Scalar, V: Array, tau: float) -> torch.Tensor:
-    """``|SA_tau(X)_i - SA_0(X)_i|`` (Euclidean, float64) per token: distance from hardmax."""
+    """``|SA_tau(X)_i - SA_0(X)_i|`` (Euclidean, float64) per token: distance from hardmax.
+    Accepts exact or float ``X [n, d]`` and a float ``tau > 0``; refuses what
+    :func:`sxor.interp.layers.self_attention` refuses (non-finite entries, bad shapes, ``tau < 0``)."""
     Xf = torch.as_tensor(np.asarray(X, dtype=np.float64)) if isinstance(X, np.ndarray) else X.to(torch.float64)
     hard = self_attention(X, A, rho, V, 0)
     hard = torch.as_tensor(np.asarray(hard, dtype=np.float64)) if isinstance(hard, np.ndarray) else hard
@@ -113,7 +119,8 @@ def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[st
 
     On the slab ``|<v, x> - s| <= h`` both ReLUs are off, so the output is exactly ``p`` (in
     float too: the two products are ``0`` and ``p * 1``). Exact parameters (Fractions) when
-    every argument is rational, float64 numpy arrays otherwise.
+    every argument is rational, float64 numpy arrays otherwise. Refuses vectors ``v, p, q`` of
+    different lengths, ``h <= 0``, ``v = 0``, and NaN or infinite entries (``ValueError``).
     """
     try:
         v, p, q = as_exact(v, "v"), as_exact(p, "p"), as_exact(q, "q")
@@ -121,8 +128,14 @@ def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[st
         one, zero = Fraction(1), Fraction(0)
         exact = True
     except ValueError:
-        v, p, q = (np.asarray(a, dtype=np.float64) for a in (v, p, q))
-        s, h, one, zero = float(s), float(h), 1.0, 0.0
+        try:
+            v, p, q = (np.asarray(a, dtype=np.float64) for a in (v, p, q))
+            s, h, one, zero = float(s), float(h), 1.0, 0.0
+        except (TypeError, ValueError):
+            raise ValueError("v, p, q, s, h must be real numbers (vectors v, p, q; scalars s, h)") from None
+        if not (np.isfinite(v).all() and np.isfinite(p).all() and np.isfinite(q).all()
+                and math.isfinite(s) and math.isfinite(h)):
+            raise ValueError("snap_layer parameters must be finite (got NaN or infinity)")
         exact = False
     d = v.shape[0] if v.ndim == 1 else -1
     if v.ndim != 1 or p.shape != (d,) or q.shape != (d,):
@@ -154,8 +167,8 @@ def snap_temperature_bound(
       e^{-(s_top - s_il)/tau}``, increasing in ``tau``; the largest ``tau`` with
       ``B_i(tau) <= h - a_i`` is found by bisection (to relative ``1e-12``).
 
-    Returns ``math.inf`` when every ``tau`` works; raises when a hardmax image already lies
-    outside the slab.
+    Returns ``math.inf`` when every ``tau`` works; raises ``ValueError`` when a hardmax image
+    already lies outside the slab or ``kind`` is unknown.
     """
     if kind not in ("gap", "per-token"):
         raise ValueError(f"kind must be 'gap' or 'per-token', got {kind!r}")
@@ -202,7 +215,8 @@ def snap_temperature_bound(
 
 
 def lands_in_slab(X: Array, A: Array, rho: Scalar, V: Array, tau: float, v: object, s: float, h: float, tokens: list[int]) -> bool:
-    """Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab."""
+    """Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab.
+    Refuses what :func:`sxor.interp.layers.self_attention` refuses."""
     Xf = torch.as_tensor(np.asarray(X, dtype=np.float64))
     out = self_attention(Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau)
     proj = out[tokens] @ torch.as_tensor(np.asarray(v, dtype=np.float64))
@@ -264,6 +278,12 @@ def softmax_attention_enclosure(
     The scores are exact; ``pi_il = 1 / sum_k exp((s_ik - s_il) / tau)`` and the sums are
     evaluated in ``mpmath.iv`` interval arithmetic at ``prec`` bits (outward rounding), so the
     true output lies in the box. Its width is about ``n 2^-prec`` times the token size.
+
+    The work is bounded for every ``tau > 0``: an exponent below ``-M`` (``M = 2 prec``) is
+    enclosed by ``[0, e^-M]`` and a weight whose normaliser has an exponent above ``M`` by
+    ``[0, e^-M]`` (both rigorous, since ``exp`` is increasing), so no huge exponential is ever
+    evaluated. Refuses ``tau <= 0``, floats anywhere (see :mod:`sxor.interp.exact`), ``X`` that is
+    not ``[n, d]`` and ``V`` that is not ``[d, d]``.
     """
     X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
     rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
@@ -280,8 +300,18 @@ def softmax_attention_enclosure(
     try:
         Xi = [[_to_interval(x) for x in row] for row in X]
         Vi = [[_to_interval(x) for x in row] for row in V]
+        M = 2 * int(prec)
+        tiny = mpmath.iv.mpf([0, mpmath.iv.exp(-M).b])  # [0, e^-M], rigorous
+
+        def weight(i: int, l: int):
+            exponents = [(S[i, k] - S[i, l]) / tau for k in range(n)]
+            if max(exponents) > M:  # pi_il <= 1 / e^M
+                return tiny
+            terms = [mpmath.iv.exp(_to_interval(z)) if z >= -M else tiny for z in exponents]
+            return 1 / sum(terms)
+
         for i in range(n):
-            pi = [1 / sum(mpmath.iv.exp(_to_interval((S[i, k] - S[i, l]) / tau)) for k in range(n)) for l in range(n)]
+            pi = [weight(i, l) for l in range(n)]
             mean = [sum(pi[l] * Xi[l][c] for l in range(n)) for c in range(d)]
             for r in range(d):
                 y = _to_interval(rho) * Xi[i][r] + sum(Vi[r][c] * mean[c] for c in range(d))
@@ -294,13 +324,18 @@ def softmax_attention_enclosure(
 def feed_forward_enclosure(
     lo: object, hi: object, eta: object, W: object, U: object, b: object
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Exact interval image of the box ``[lo, hi]`` (per token) under ``FF(x) = eta x + W relu(Ux + b)``.
+    """Rigorous interval image of the boxes ``[lo_i, hi_i]`` (one per token, ``[n, d]`` each)
+    under ``FF(x) = eta x + W relu(Ux + b)``, with exact Fraction endpoints.
 
-    Interval arithmetic with Fraction endpoints: each pre-activation ``U_k x + b_k`` is bounded
-    by choosing ``lo`` or ``hi`` by the sign of ``U_kj``, ReLU is monotone, and the output sums
-    are bounded by the signs of ``W`` and ``eta``. When ``eta = 0`` and every hidden unit that
-    ``W`` uses is constant on the box (e.g. a snap layer on its slab), ``lo == hi``: the exact
-    output of every point of the box.
+    Each pre-activation ``U_k x + b_k`` is bounded over the box by choosing ``lo`` or ``hi`` by the
+    sign of ``U_kj``. When every pre-activation has one sign on the box (the activation pattern is
+    constant), the layer *is* the affine map ``x -> (eta I + W_on U_on) x + W_on b_on`` there, and
+    the enclosure is the exact bounding box of the image (no dependency loss: a layer that is
+    constant on the box, e.g. a snap layer on its slab, gives ``lo == hi``, and a layer that is the
+    identity on the box returns the box). Otherwise ReLU is bounded monotonically and the output
+    sums by the signs of ``W`` and ``eta``. Refuses floats (see :mod:`sxor.interp.exact`),
+    ``lo > hi`` anywhere, and shapes other than ``lo, hi [n, d]``, ``U [w, d]``, ``b [w]``,
+    ``W [d, w]``.
     """
     lo, hi = as_exact(lo, "lo"), as_exact(hi, "hi")
     W, U, b, eta = as_exact(W, "W"), as_exact(U, "U"), as_exact(b, "b"), as_exact(eta, "eta").item()
@@ -309,22 +344,46 @@ def feed_forward_enclosure(
     if any(a > c for a, c in zip(lo.flat, hi.flat)):
         raise ValueError("lo must be <= hi entrywise")
     n, d = lo.shape
-    w = U.shape[0]
+    w = U.shape[0] if U.ndim == 2 else -1
     if U.shape != (w, d) or b.shape != (w,) or W.shape != (d, w):
         raise ValueError(f"need U [w, d], b [w], W [d, w] with d = {d}; got {U.shape}, {b.shape}, {W.shape}")
+    zero = Fraction(0)
 
     def affine(coef, const, lo_row, hi_row):  # bounds of sum_j coef_j x_j + const over the box
-        low = const + sum((c * (lo_row[j] if c >= 0 else hi_row[j]) for j, c in enumerate(coef)), Fraction(0))
-        high = const + sum((c * (hi_row[j] if c >= 0 else lo_row[j]) for j, c in enumerate(coef)), Fraction(0))
+        low = const + sum((c * (lo_row[j] if c >= 0 else hi_row[j]) for j, c in enumerate(coef)), zero)
+        high = const + sum((c * (hi_row[j] if c >= 0 else lo_row[j]) for j, c in enumerate(coef)), zero)
         return low, high
 
     out_lo, out_hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
     for i in range(n):
-        hidden = [affine(U[k], b[k], lo[i], hi[i]) for k in range(w)]
-        hidden = [(max(a, Fraction(0)), max(c, Fraction(0))) for a, c in hidden]
+        pre = [affine(U[k], b[k], lo[i], hi[i]) for k in range(w)]
+        if all(a >= 0 or c <= 0 for a, c in pre):  # constant pattern: the layer is affine here
+            on = [k for k, (a, _) in enumerate(pre) if a >= 0 and not (a == 0 and pre[k][1] == 0)]
+            for r in range(d):
+                coef = [eta * (r == j) + sum((W[r, k] * U[k, j] for k in on), zero) for j in range(d)]
+                const = sum((W[r, k] * b[k] for k in on), zero)
+                out_lo[i, r], out_hi[i, r] = affine(coef, const, lo[i], hi[i])
+            continue
+        hidden = [(max(a, zero), max(c, zero)) for a, c in pre]
         h_lo, h_hi = [a for a, _ in hidden], [c for _, c in hidden]
         for r in range(d):
-            low, high = affine(W[r], Fraction(0), h_lo, h_hi)
+            low, high = affine(W[r], zero, h_lo, h_hi)
             e_lo, e_hi = (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
             out_lo[i, r], out_hi[i, r] = low + e_lo, high + e_hi
     return _fractions(out_lo), _fractions(out_hi)
+
+
+def mean_attention_enclosure(lo: object, hi: object, rho: object, beta: object) -> tuple[np.ndarray, np.ndarray]:
+    """Rigorous interval image of the boxes ``[lo_i, hi_i]`` of one sequence under the attention
+    layer with ``A = 0`` (equal scores, so ``pi_il = 1/n`` at every temperature) and ``V = beta I``:
+    ``x_i -> rho x_i + beta mean_l x_l``. Exact Fraction endpoints; refuses floats and
+    mismatched shapes."""
+    lo, hi = as_exact(lo, "lo"), as_exact(hi, "hi")
+    rho, beta = as_exact(rho, "rho").item(), as_exact(beta, "beta").item()
+    if lo.shape != hi.shape or lo.ndim != 2:
+        raise ValueError(f"lo and hi must have one shape [n, d], got {lo.shape} and {hi.shape}")
+    n = lo.shape[0]
+    m_lo, m_hi = lo.sum(axis=0) / n, hi.sum(axis=0) / n
+    a_lo, a_hi = (rho * lo, rho * hi) if rho >= 0 else (rho * hi, rho * lo)
+    c_lo, c_hi = (beta * m_lo, beta * m_hi) if beta >= 0 else (beta * m_hi, beta * m_lo)
+    return _fractions(a_lo + c_lo), _fractions(a_hi + c_hi)

@@ -1,0 +1,140 @@
+"""Checks of a built network: exact errors (hardmax) and the rigorous softmax certificate."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Sequence
+
+import mpmath
+import numpy as np
+
+from .dataset import check_dataset
+from .exact import fractions, l1, sqrt_upper
+from .layers import hausdorff_squared
+from .network import ENCLOSURE_BITS, InterpolatingTransformer, SALayer, _apply_ff, check_temperature
+from .softmax import feed_forward_enclosure, mean_attention_enclosure, softmax_attention_enclosure
+
+
+def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fraction, Fraction]:
+    """``Delta``: the smallest score gap ``s_{i i*} - max_{l != i*} s_il`` over all tokens of all
+    sequences at the collapse layer; ``spread = max_j (n_j - 1) D_j`` with ``D_j`` the largest
+    l1 distance between two tokens of sequence ``j`` (an upper bound on the l2 one)."""
+    A = collapse.A
+    gap: Fraction | None = None
+    spread = Fraction(0)
+    for s in states:
+        S = (s @ A.T) @ s.T
+        n = s.shape[0]
+        for i in range(n):
+            row = sorted(S[i], reverse=True)
+            if n > 1:
+                gap = row[0] - row[1] if gap is None else min(gap, row[0] - row[1])
+        diam = max((l1(a - b for a, b in zip(s[i], s[l])) for i in range(n) for l in range(n)), default=Fraction(0))
+        spread = max(spread, (n - 1) * diam)
+    return (gap if gap is not None else Fraction(1)), spread
+
+
+def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence) -> list[Fraction]:
+    """Squared Hausdorff distances ``d_H(T(X_j), Y_j)^2``, exact Fractions. Hardmax: the exact
+    outputs. Softmax: the outputs with every temperature-dependent layer replaced by the midpoint
+    of its rigorous enclosure (see :class:`sxor.interp.network.SALayer`); the rigorous bound is
+    :func:`softmax_certificate`. Refuses datasets :func:`check_dataset` refuses and token
+    dimensions other than ``T.d``."""
+    X, Y = check_dataset(inputs, targets)
+    return [hausdorff_squared(out, y) for out, y in zip(T.map(X), Y)]
+
+
+def box_hausdorff_squared(lo: np.ndarray, hi: np.ndarray, Y: np.ndarray) -> Fraction:
+    """Upper bound on ``d_H(P, Y)^2`` for every ``P`` with ``p_i`` in the box ``[lo_i, hi_i]``:
+    ``d_H^2`` with ``|p_i - y|^2`` replaced by its maximum over the box,
+    ``sum_c max((lo_ic - y_c)^2, (hi_ic - y_c)^2)``. Exact; 0 iff every box is the single point
+    of a target and every target is such a point."""
+    far = [[sum((max((a - c) ** 2, (b - c) ** 2) for a, b, c in zip(lo[i], hi[i], y)), Fraction(0))
+            for y in Y] for i in range(lo.shape[0])]
+    forward = max(min(row) for row in far)
+    backward = max(min(far[i][k] for i in range(lo.shape[0])) for k in range(Y.shape[0]))
+    return max(forward, backward)
+
+
+def _temperature_dependent(sa: SALayer) -> bool:
+    return not (sa.is_identity or sa.scores_constant)
+
+
+def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Push per-sequence boxes ``(lo [n_j, d], hi [n_j, d])`` through ``blocks`` in exact interval
+    arithmetic: FFs by :func:`sxor.interp.softmax.feed_forward_enclosure`, attention layers with
+    ``A = 0`` by :func:`sxor.interp.softmax.mean_attention_enclosure`, identities unchanged.
+    The result contains the image of every point of the boxes. Refuses a temperature-dependent
+    attention layer (its image of a box is not computed here)."""
+    for block in blocks:
+        ff = block.ff
+        boxes = [(lo, hi) if ff.is_identity else feed_forward_enclosure(lo, hi, ff.eta, ff.W, ff.U, ff.b)
+                 for lo, hi in boxes]
+        if block.sa.is_identity:
+            continue
+        if not block.sa.scores_constant:
+            raise ValueError("the certificate handles one temperature-dependent attention layer per network")
+        boxes = [mean_attention_enclosure(lo, hi, block.sa.rho, block.sa.beta) for lo, hi in boxes]
+    return boxes
+
+
+def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence, tau=None) -> dict:
+    """Rigorous check of a softmax network at temperature ``tau`` (default ``T.tau``).
+
+    Runs the layers exactly up to the temperature-dependent attention layer (the collapse; every
+    earlier SA has ``A = 0`` or is the identity, so it is exact at every ``tau``), encloses its
+    output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`, outward
+    rounding), and pushes the boxes through every later layer in exact interval arithmetic
+    (:func:`sxor.interp.softmax.feed_forward_enclosure`). Returns
+
+    * ``hausdorff_bound``: a rigorous rational upper bound on ``max_j d_H(T_tau(X_j), Y_j)``
+      (``Fraction(0)`` exactly when every output box is a single target point);
+    * ``exact``: ``hausdorff_bound == 0``;
+    * ``deviation``: a rigorous upper bound on ``max_i |SA_tau(Z)_i - SA_0(Z)_i|_1`` at the collapse;
+    * ``bound``: ``epsilon(tau)`` as a float; ``radius``: the collapse error the later layers absorb;
+    * ``certified``: ``deviation <= radius`` (then the theorem's argument applies);
+    * ``hausdorff``: ``d_H`` of the rational midpoint path, per sequence (floats).
+
+    Refuses a hardmax network, ``tau`` that is not an int or Fraction ``> 0`` (floats, NaN and
+    inf included), datasets :func:`check_dataset` refuses, and a network with two
+    temperature-dependent attention layers. Every ``tau > 0`` is supported: the enclosure clamps
+    huge exponents, so the work does not grow as ``tau -> 0``."""
+    if T.attention != "softmax":
+        raise ValueError("softmax_certificate needs a transformer built with attention='softmax'")
+    tau = check_temperature(T.tau if tau is None else tau)
+    X, Y = check_dataset(inputs, targets)
+    states = list(X)
+    for s in states:
+        T._check(s)
+    at = next((k for k, block in enumerate(T.blocks) if _temperature_dependent(block.sa)), len(T.blocks))
+    for block in T.blocks[:at]:
+        states = [block.sa(s, 0) for s in _apply_ff(block.ff, states)]
+    boxes = None  # per sequence (lo, hi) once the temperature-dependent layer has acted
+    deviation = Fraction(0)
+    if at < len(T.blocks):
+        sa = T.blocks[at].sa
+        boxes = []
+        for s in _apply_ff(T.blocks[at].ff, states):
+            hard = sa(s, 0)
+            lo, hi = softmax_attention_enclosure(s, sa.A, sa.rho, sa.V, tau, ENCLOSURE_BITS)
+            for i in range(s.shape[0]):
+                dev = sum((max(abs(a - c), abs(b - c)) for a, b, c in zip(lo[i], hi[i], hard[i])), Fraction(0))
+                deviation = max(deviation, dev)
+            boxes.append((lo, hi))
+        boxes = propagate_boxes(T.blocks[at + 1:], boxes)
+    if boxes is None:
+        boxes = [(fractions(s), fractions(s)) for s in states]
+    bound_sq = max(box_hausdorff_squared(lo, hi, y) for (lo, hi), y in zip(boxes, Y))
+    hausdorff_bound = sqrt_upper(bound_sq)
+    midpoints = [hausdorff_squared((lo + hi) / 2, y) for (lo, hi), y in zip(boxes, Y)]
+    radius = T.radius
+    return {
+        "tau": tau,
+        "hausdorff_bound": hausdorff_bound,
+        "exact": hausdorff_bound == 0,
+        "deviation": deviation,
+        "bound": float(T.error_bound(tau)),
+        "radius": radius,
+        "certified": radius is None or deviation <= radius,
+        "hausdorff": [float(mpmath.sqrt(mpmath.mpf(h.numerator) / h.denominator)) for h in midpoints],
+    }

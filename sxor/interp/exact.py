@@ -1,0 +1,166 @@
+"""Exact rational arithmetic for Part II: one home for conversion, dot products, means, projections.
+
+**One float policy.** Every exact computation of Part II works on numpy ``dtype=object`` arrays of
+:class:`fractions.Fraction`. A float is never converted silently: :func:`as_exact` (and every
+function that calls it, i.e. the exact path of :mod:`sxor.interp.layers`, the lemmas, the
+construction and the certificates) raises ``ValueError`` on a float, a complex number, NaN or
+infinity. A float is a dyadic rational, so it *can* be converted exactly, but only on purpose:
+:func:`from_floats` does that (and refuses NaN and infinity).
+
+Accepted entries: ``int`` (not ``bool``), numpy integers, :class:`Fraction` (any
+:class:`numbers.Rational`), and strings that :class:`Fraction` parses (``"1/3"``). Tokens are the
+rows of an ``[n, d]`` array; a token as a hashable value is a tuple of Fractions (:data:`Token`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from fractions import Fraction
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+
+Token = tuple  # one token as a tuple of d Fractions (hashable)
+
+
+def is_exact(X: object) -> bool:
+    """True when ``X`` selects the exact path (a numpy array of ``dtype=object``)."""
+    return isinstance(X, np.ndarray) and X.dtype == object
+
+
+def exact_scalar(name: str, value: object) -> Fraction:
+    """``value`` as a Fraction. Accepts int, numpy integer, Fraction, a string such as ``"1/3"``;
+    refuses bool, float, complex and anything else with a ``ValueError`` naming ``name``."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be an int or Fraction on the exact path, got a bool")
+    if isinstance(value, (numbers.Rational, np.integer)):
+        return Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
+    if isinstance(value, str):
+        try:
+            return Fraction(value)
+        except ValueError:
+            raise ValueError(f"{name} contains the string {value!r}, which is not a rational number") from None
+    raise ValueError(
+        f"{name} contains {value!r} of type {type(value).__name__}; the exact path accepts only int "
+        "and Fraction (a float would silently round: convert it with Fraction(...) or from_floats on purpose)"
+    )
+
+
+def as_exact(a: object, name: str = "array") -> np.ndarray:
+    """Convert ``a`` (nested lists, integer/object arrays, integer tensors; int/Fraction/str
+    entries) to an object array of :class:`Fraction` of the same shape. Floats, float tensors,
+    complex and bool entries raise ``ValueError`` (no silent rounding; see :func:`from_floats`)."""
+    if isinstance(a, torch.Tensor):
+        if a.is_floating_point() or a.is_complex():
+            raise ValueError(f"{name} is a float tensor; the exact path accepts only int and Fraction")
+        a = a.tolist()
+    arr = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
+    if arr.dtype != object and arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} has dtype {arr.dtype}; the exact path accepts only int and Fraction entries")
+    out = np.empty(arr.shape, dtype=object)
+    for idx, value in np.ndenumerate(arr):
+        out[idx] = exact_scalar(name, value)
+    return out
+
+
+def from_floats(a: object, name: str = "array") -> np.ndarray:
+    """Convert ``a`` to Fractions *on purpose*, floats included: every finite float is a dyadic
+    rational and is converted exactly (``0.1`` becomes ``3602879701896397/36028797018963968``).
+    Refuses NaN, infinity, complex numbers and bools with a ``ValueError``."""
+    if isinstance(a, torch.Tensor):
+        if a.is_complex():
+            raise ValueError(f"{name} is a complex tensor")
+        a = a.detach().cpu().tolist()
+    arr = np.asarray(a, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for idx, value in np.ndenumerate(arr):
+        if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+            if not math.isfinite(float(value)):
+                raise ValueError(f"{name} contains a non-finite value {value}")
+            out[idx] = Fraction(float(value))
+        else:
+            out[idx] = exact_scalar(name, value)
+    return out
+
+
+def fractions(a: np.ndarray) -> np.ndarray:
+    """Final guard of the exact path: every entry is a Fraction (ints are promoted)."""
+    out = np.empty(a.shape, dtype=object)
+    for idx, value in np.ndenumerate(a):
+        if isinstance(value, Fraction):
+            out[idx] = value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out[idx] = Fraction(value)
+        else:  # pragma: no cover - unreachable when the inputs were validated
+            raise AssertionError(f"non-rational value {value!r} on the exact path")
+    return out
+
+
+def exact_tokens(a: object, name: str = "X") -> np.ndarray:
+    """:func:`as_exact` of a sequence of tokens, which must be 2-D ``[n, d]``."""
+    out = as_exact(a, name)
+    if out.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array [tokens, d], got shape {out.shape}")
+    return out
+
+
+def zeros(*shape: int) -> np.ndarray:
+    """An object array of ``Fraction(0)`` of the given shape."""
+    out = np.empty(shape, dtype=object)
+    out.fill(Fraction(0))
+    return out
+
+
+def identity(d: int) -> np.ndarray:
+    """The exact ``d x d`` identity matrix (object array of Fractions)."""
+    out = zeros(d, d)
+    for i in range(d):
+        out[i, i] = Fraction(1)
+    return out
+
+
+def dot(u: Iterable, x: Iterable) -> Fraction:
+    """Exact ``<u, x>`` of two sequences of rationals of one length."""
+    return sum((a * b for a, b in zip(u, x, strict=True)), Fraction(0))
+
+
+def mean(X: np.ndarray, rows: Sequence[int] | None = None) -> Token:
+    """Exact mean of the rows ``rows`` (default: all) of ``X [n, d]``, as a :data:`Token`."""
+    rows = range(X.shape[0]) if rows is None else rows
+    if len(rows) == 0:
+        raise ValueError("the mean of no tokens is undefined")
+    return tuple(sum((X[l, c] for l in rows), Fraction(0)) / len(rows) for c in range(X.shape[1]))
+
+
+def projections(X: np.ndarray, v: Sequence) -> list[Fraction]:
+    """Exact projections ``<v, x_i>`` of the rows of ``X [n, d]`` on ``v [d]``."""
+    return [dot(v, row) for row in X]
+
+
+def l1(x: Iterable) -> Fraction:
+    """Exact l1 norm ``sum |x_c|``."""
+    return sum((abs(c) for c in x), Fraction(0))
+
+
+def sqrt_upper(x: Fraction, bits: int = 64) -> Fraction:
+    """A rational upper bound on ``sqrt(x)`` for a rational ``x >= 0``, within ``2^-bits``
+    relative of the true value; exactly ``Fraction(0)`` for ``x = 0``, exact for squares of
+    dyadic rationals of fewer than ``bits`` fractional bits."""
+    x = Fraction(x)
+    if x < 0:
+        raise ValueError(f"sqrt_upper needs x >= 0, got {x}")
+    if x == 0:
+        return Fraction(0)
+    scale = 4 ** bits
+    n = x * scale
+    r = math.isqrt(math.ceil(n))
+    if r * r < n:
+        r += 1
+    return Fraction(r, 2 ** bits)
+
+
+def fmt(token: Token) -> str:
+    """``(a, b, ...)`` with the Fractions printed as ``p/q``."""
+    return "(" + ", ".join(str(v) for v in token) + ")"

@@ -1,0 +1,334 @@
+"""The network of chapter 13: structured FF and SA layers, blocks, and the transformer.
+
+A block is ``FF -> SA`` (Figure 3 of the paper: FF first, then SA):
+
+* ``FF(x) = eta x + W relu(U x + b)`` with ``U [w, d]``, ``b [w]``, ``W [d, w]``: ``w (2d + 1) + 1``
+  stored numbers (:class:`FFLayer`);
+* ``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with ``A = alpha I + q k^T`` and ``V = beta I``:
+  ``2d + 3`` stored numbers (:class:`SALayer`); :attr:`SALayer.dense_parameters` counts a
+  dense head instead (full ``Q, K, V`` in ``R^{d x d}`` and ``rho``), ``3 d^2 + 1``.
+
+Every layer is evaluated by :mod:`sxor.interp.layers` (float or exact). All classes are frozen:
+:func:`sxor.interp.construct.construct` builds the network complete, and
+:meth:`InterpolatingTransformer.at_temperature` returns a copy at another temperature.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Sequence
+
+import mpmath
+import numpy as np
+
+from .exact import Token, as_exact, exact_scalar, identity, is_exact, zeros
+from .layers import feed_forward, self_attention
+from .softmax import softmax_attention_enclosure
+
+ATTENTIONS = ("hardmax", "softmax")
+
+#: Working precision (bits) of the interval softmax used on exact input.
+ENCLOSURE_BITS = 200
+
+
+@dataclass(frozen=True)
+class FFLayer:
+    """``FF(x) = eta x + W relu(U x + b)`` with ``U [w, d]``, ``b [w]``, ``W [d, w]`` (Fractions).
+
+    ``w = 0`` (with ``eta = 1``) is the identity layer. Parameters: ``w (2d + 1) + 1``.
+    ``gap`` and ``v_l1`` describe hats (distance from ``<v, p>`` to the nearest other projection,
+    and ``|v|_1``); ``None`` for other layers."""
+
+    eta: Fraction
+    U: np.ndarray
+    b: np.ndarray
+    W: np.ndarray
+    role: str = ""
+    gap: Fraction | None = None
+    v_l1: Fraction | None = None
+
+    @property
+    def width(self) -> int:
+        return int(self.U.shape[0])
+
+    @property
+    def num_parameters(self) -> int:
+        return 1 + self.U.size + self.b.size + self.W.size
+
+    @property
+    def is_identity(self) -> bool:
+        return self.eta == 1 and self.width == 0
+
+    def __call__(self, X):
+        """Apply the layer with :func:`sxor.interp.layers.feed_forward` (identity: ``X``).
+
+        Token-wise, so on exact input it is evaluated once per distinct token of ``X [n, d]``."""
+        if self.is_identity:
+            return X
+        if not is_exact(X) or X.ndim != 2:
+            return feed_forward(X, self.eta, self.W, self.U, self.b)
+        index: dict[Token, int] = {}
+        rows = [index.setdefault(tuple(row), len(index)) for row in X]
+        unique = np.array(list(index), dtype=object).reshape(len(index), X.shape[1])
+        return feed_forward(unique, self.eta, self.W, self.U, self.b)[rows]
+
+
+def identity_ff(d: int) -> FFLayer:
+    """The identity FF layer (``eta = 1``, width 0)."""
+    return FFLayer(Fraction(1), zeros(0, d), zeros(0), zeros(d, 0), "identity")
+
+
+@dataclass(frozen=True)
+class SALayer:
+    """``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with ``A = alpha I + q k^T`` and ``V = beta I``.
+
+    Parameters: ``rho, alpha, beta, q [d], k [d]``, i.e. ``2d + 3``. ``rho = 1, beta = 0`` is the
+    identity layer; ``alpha = 0, q = 0`` (``A = 0``) gives equal scores, hence uniform weights for
+    hardmax *and* every softmax temperature."""
+
+    rho: Fraction
+    alpha: Fraction
+    q: np.ndarray
+    k: np.ndarray
+    beta: Fraction
+    role: str = ""
+
+    @property
+    def d(self) -> int:
+        return int(self.q.shape[0])
+
+    @property
+    def num_parameters(self) -> int:
+        return 3 + self.q.size + self.k.size
+
+    @property
+    def dense_parameters(self) -> int:
+        """Stored numbers of a dense head, full ``Q, K, V [d, d]`` (``A = Q^T K``) and ``rho``:
+        ``3 d^2 + 1``."""
+        return 3 * self.d * self.d + 1
+
+    @property
+    def is_identity(self) -> bool:
+        return self.rho == 1 and self.beta == 0
+
+    @property
+    def scores_constant(self) -> bool:
+        """``A = 0``: all scores equal, so the weights are ``1/n`` for every ``tau``."""
+        return self.alpha == 0 and all(v == 0 for v in self.q)
+
+    @property
+    def A(self) -> np.ndarray:
+        return self.alpha * identity(self.d) + np.outer(self.q, self.k)
+
+    @property
+    def V(self) -> np.ndarray:
+        return self.beta * identity(self.d)
+
+    def __call__(self, X, tau=0):
+        """Apply the layer with :func:`sxor.interp.layers.self_attention` at temperature ``tau``.
+
+        The identity returns ``X``; a layer with ``A = 0`` is evaluated with ``tau = 0`` (its
+        softmax weights equal its hardmax weights, ``1/n``, exactly). Softmax on exact input has
+        irrational outputs: it returns the midpoint of the rigorous rational enclosure of
+        :func:`sxor.interp.softmax.softmax_attention_enclosure` at ``ENCLOSURE_BITS`` bits (a
+        rational point within about ``n 2^-ENCLOSURE_BITS`` of the true output)."""
+        if self.is_identity:
+            return X
+        if self.scores_constant:
+            tau = 0
+        if tau != 0 and is_exact(X):
+            lo, hi = softmax_attention_enclosure(X, self.A, self.rho, self.V, as_exact(tau, "tau").item(),
+                                                 ENCLOSURE_BITS)
+            return (lo + hi) / 2
+        return self_attention(X, self.A, self.rho, self.V, tau)
+
+
+def identity_sa(d: int) -> SALayer:
+    """The identity SA layer (``rho = 1``, ``V = 0``, ``A = 0``)."""
+    return SALayer(Fraction(1), Fraction(0), zeros(d), zeros(d), Fraction(0), "identity")
+
+
+def mean_sa(d: int, rho: Fraction = Fraction(0), beta: Fraction = Fraction(1), role: str = "") -> SALayer:
+    """``A = 0``: ``x -> rho x + beta mean(X)``, the same at every temperature."""
+    return SALayer(Fraction(rho), Fraction(0), zeros(d), zeros(d), Fraction(beta), role)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One transformer block: ``SA(FF(X))``, with the name of the phase it belongs to."""
+
+    ff: FFLayer
+    sa: SALayer
+    phase: str
+
+    @property
+    def num_parameters(self) -> int:
+        return self.ff.num_parameters + self.sa.num_parameters
+
+    @property
+    def dense_parameters(self) -> int:
+        return self.ff.num_parameters + self.sa.dense_parameters
+
+
+def _apply_ff(layer: FFLayer, states: list[np.ndarray]) -> list[np.ndarray]:
+    """Apply a token-wise layer to all sequences at once (one call on the stacked tokens)."""
+    sizes = np.cumsum([0] + [s.shape[0] for s in states])
+    out = layer(np.concatenate(states, axis=0))
+    return [out[a:b] for a, b in zip(sizes[:-1], sizes[1:])]
+
+
+@dataclass(frozen=True)
+class InterpolatingTransformer:
+    """The network built by :func:`sxor.interp.construct.construct`; ``T(X)`` maps tokens
+    ``[n, d]`` to ``[n, d]``. Frozen: build it complete, change the temperature with
+    :meth:`at_temperature`.
+
+    ``attention`` is ``"hardmax"`` (``tau = 0``) or ``"softmax"`` (temperature ``tau``). For a
+    softmax network, ``gap`` (``Delta``) and ``spread`` (``max_j (n_j - 1) D_j``) define the
+    collapse error ``epsilon(tau) = spread * exp(-gap / tau)``, ``radius`` is the largest
+    collapse error the later layers absorb exactly, and :attr:`tau_max` is the temperature below
+    which ``epsilon(tau) < radius``. ``gap is None`` for a softmax network with no
+    temperature-dependent layer (exact at every ``tau``). ``info`` records the construction
+    (``N``, ``n``, ``m``, ``route``, ``separation_moves``, ...)."""
+
+    blocks: tuple[Block, ...]
+    d: int
+    attention: str = "hardmax"
+    tau: Fraction | float = 0
+    gap: Fraction | None = None
+    spread: Fraction | None = None
+    radius: Fraction | None = None
+    info: dict = field(default_factory=dict)
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def num_parameters(self) -> int:
+        """Every entry of every stored (structured) parameter, identity layers included."""
+        return sum(block.num_parameters for block in self.blocks)
+
+    @property
+    def dense_parameters(self) -> int:
+        """The same network with dense heads (full ``Q, K, V``) in every attention layer."""
+        return sum(block.dense_parameters for block in self.blocks)
+
+    @property
+    def max_width(self) -> int:
+        return max((block.ff.width for block in self.blocks), default=0)
+
+    def phase_counts(self) -> dict[str, int]:
+        """Number of blocks of each phase."""
+        counts: dict[str, int] = {}
+        for block in self.blocks:
+            counts[block.phase] = counts.get(block.phase, 0) + 1
+        return counts
+
+    @property
+    def tau_max(self) -> float:
+        """The largest temperature of the softmax guarantee: ``gap / log(spread / radius)``, so that
+        ``epsilon(tau) < radius`` for ``0 < tau < tau_max``; ``inf`` when ``spread <= radius`` or
+        when no layer depends on the temperature. Hardmax transformers return 0."""
+        if self.attention != "softmax":
+            return 0.0
+        if self.gap is None:
+            return math.inf
+        ratio = self.spread / self.radius
+        return math.inf if ratio <= 1 else float(self.gap) / math.log(float(ratio))
+
+    def error_bound(self, tau) -> mpmath.mpf:
+        """``epsilon(tau) = spread * exp(-gap / tau)``: the collapse error at ``0 < tau`` (0 for a
+        softmax network with no temperature-dependent layer). Refuses hardmax networks and
+        ``tau <= 0``, NaN or infinity."""
+        if self.attention != "softmax":
+            raise ValueError("error_bound is defined for softmax transformers only (hardmax is exact)")
+        tau = mpmath.mpf(tau.numerator) / tau.denominator if isinstance(tau, Fraction) else mpmath.mpf(tau)
+        if not (tau > 0 and mpmath.isfinite(tau)):
+            raise ValueError(f"tau must be finite and > 0, got {tau}")
+        if self.gap is None:
+            return mpmath.mpf(0)
+        return mpmath.mpf(self.spread.numerator) / self.spread.denominator * mpmath.exp(
+            -(mpmath.mpf(self.gap.numerator) / self.gap.denominator) / tau
+        )
+
+    def at_temperature(self, tau) -> "InterpolatingTransformer":
+        """A copy of this softmax network at temperature ``tau`` (finite, ``> 0``)."""
+        if self.attention != "softmax":
+            raise ValueError("only a softmax transformer has a temperature")
+        return dataclasses.replace(self, tau=check_temperature(tau))
+
+    def _check(self, X) -> None:
+        shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)
+        if len(shape) < 2 or shape[-1] != self.d:
+            raise ValueError(
+                f"this network maps tokens of dimension d = {self.d}; got a sequence of shape {shape}"
+                + (f" (tokens of dimension {shape[-1]})" if len(shape) >= 2 else "")
+            )
+
+    def trajectory(self, X) -> list:
+        """Tokens after each layer: ``[X, FF_1(X), SA_1(FF_1(X)), ...]`` (length ``2L + 1``)."""
+        self._check(X)
+        states = [X]
+        for block in self.blocks:
+            states.append(block.ff(states[-1]))
+            states.append(block.sa(states[-1], self.tau))
+        return states
+
+    def __call__(self, X):
+        """Output tokens ``T(X) [n, d]`` (exact for Fraction ``X`` and hardmax; float for float
+        ``X``). Refuses a sequence whose token dimension is not ``d``."""
+        self._check(X)
+        for block in self.blocks:
+            X = block.sa(block.ff(X), self.tau)
+        return X
+
+    def snapshots(self, sequences: Sequence) -> dict[str, list]:
+        """Tokens of every sequence at the end of each phase: ``"input"``, then each phase name
+        in order, and ``"leaders"`` (just before the collapse SA) when there is a collapse."""
+        states = list(sequences)
+        for s in states:
+            self._check(s)
+        out = {"input": states}
+        for k, block in enumerate(self.blocks):
+            states = _apply_ff(block.ff, states)
+            last_of_phase = k + 1 == len(self.blocks) or self.blocks[k + 1].phase != block.phase
+            if block.phase == "collapse":
+                out["leaders"] = states
+            states = [block.sa(s, self.tau) for s in states]
+            if last_of_phase:
+                out[block.phase] = states
+        return out
+
+    def map(self, sequences: Sequence) -> list:
+        """``[T(X) for X in sequences]``, with each FF applied once to all sequences' tokens."""
+        states = list(sequences)
+        for s in states:
+            self._check(s)
+        for block in self.blocks:
+            states = _apply_ff(block.ff, states)
+            states = [block.sa(s, self.tau) for s in states]
+        return states
+
+
+def check_temperature(tau) -> Fraction:
+    """A softmax temperature as a Fraction. Accepts an int or Fraction ``tau > 0`` (the exact
+    side of Part II refuses floats, see :mod:`sxor.interp.exact`: pass ``Fraction(0.1)`` or
+    ``Fraction("0.1")`` on purpose); refuses ``tau <= 0``, floats (NaN and infinity included),
+    bool, complex and strings with a ``ValueError``."""
+    if isinstance(tau, (float, np.floating)):
+        if not math.isfinite(float(tau)):
+            raise ValueError(f"tau must be finite and > 0, got {tau}")
+        raise ValueError(
+            f"tau must be an int or Fraction > 0, got the float {tau}: pass Fraction({tau!r}) "
+            "to use its exact binary value, or a decimal Fraction such as Fraction('1/10')"
+        )
+    if isinstance(tau, str):
+        raise ValueError(f"tau must be an int or Fraction > 0, got the string {tau!r}")
+    tau = exact_scalar("tau", tau)
+    if not tau > 0:
+        raise ValueError(f"softmax needs tau > 0, got tau={tau}")
+    return tau
