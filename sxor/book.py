@@ -21,7 +21,7 @@ def default_device() -> torch.device:
 def setup(seed: int = 0, threads: int | None = None) -> tuple[torch.device, int]:
     """Fix seeds and printing, style figures, and return ``(DEVICE, SCALE)``.
 
-    ``threads`` sets :func:`torch.set_num_threads` (chapters whose tensors are small pass ``1``:
+    ``threads`` sets ``torch.set_num_threads`` (chapters whose tensors are small pass ``1``:
     they gain nothing from threads and lose a lot on a busy CPU); ``None`` leaves torch's default.
     ``DEVICE`` is :func:`default_device`; ``SCALE`` is 1 on a CPU and :data:`GPU_SCALE` on a GPU,
     so ``n = 1000 * SCALE`` grows a chapter's sizes with one variable.

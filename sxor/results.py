@@ -17,8 +17,9 @@ import numpy as np
 import torch
 
 
-#: The committed full-size results: package data, so an installed ``sxor`` (Colab) has them too.
-#: The command line writes here and :func:`committed_results` reads here: one copy of each file.
+#: Folder of the committed full-size results, shipped as package data so that an installed
+#: ``sxor`` (Colab) has them too. The command line writes here and :func:`committed_results`
+#: reads here, so there is one copy of each file.
 RESULTS_DIR = Path(__file__).resolve().parent / "committed"
 
 

@@ -1,0 +1,230 @@
+"""What a reader sees of the committed notebooks, checked before the website is built.
+
+The book shows the stored outputs as they are, so these checks read the notebook files:
+
+* no stored text output line is longer than :data:`MAX_LINE` characters (longer lines are
+  clipped on the page at 1400 px), and no visible code line either;
+* every image output is a numbered figure: its cell carries ``mystnb.figure.caption`` and a
+  unique ``mystnb.figure.name``, the cell shows one image, and the text refers to it with
+  ``{numref}``;
+* a notebook without widget outputs carries no widget state (it would make the page load the
+  widget scripts from the internet);
+* the page title is the first markdown cell, plain text, before any visible code; headings are
+  not numbered by hand (the book numbers them);
+* the mathematics is in ``sphinx-proof`` environments (no bold "**Lemma**" paragraphs) and each
+  chapter has at least two exercises, each with a solution;
+* chapters refer to each other by links, not by "Chapter 3" in plain text.
+
+``tools/check_site.py`` checks the built website for the same things and more.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
+#: Chapters (``book/partN/NN_name.ipynb``); appendix notebooks need no exercises.
+CHAPTERS = [p for p in NOTEBOOKS if re.fullmatch(r"\d\d_.*", p.stem) and p.parent.name.startswith("part")]
+MARKDOWN_PAGES = sorted((ROOT / "book").rglob("*.md"))
+#: The longest output or code line that fits the page at 1400 px without clipping.
+MAX_LINE = 100
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+HIDDEN = {"remove-cell", "remove-output", "remove_cell", "remove_output"}
+HIDDEN_INPUT = {"remove-cell", "remove-input", "remove_cell", "remove_input"}
+ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
+
+
+def ids(path: Path) -> str:
+    return path.name
+
+
+def read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def tags(cell) -> set[str]:
+    return set(cell.metadata.get("tags", []))
+
+
+def text_outputs(cell):
+    """Every stored text a reader sees below ``cell``: streams and ``text/plain`` results that
+    are not the fallback of an image (``<Figure size 640x480 with 1 Axes>`` is never shown)."""
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            yield output.text
+        elif output.output_type in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            if not any(key.startswith("image/") or key == WIDGET_MIME for key in data):
+                if "text/html" not in data and "text/latex" not in data:
+                    yield data.get("text/plain", "")
+
+
+def image_outputs(cell) -> int:
+    return sum(
+        any(key.startswith("image/") for key in output.get("data", {}))
+        for output in cell.get("outputs", [])
+    )
+
+
+def long_lines(text: str) -> list[str]:
+    # A carriage return (progress bars) overwrites the line: only the last part is shown.
+    return [line for line in text.splitlines() if len(line.split("\r")[-1]) > MAX_LINE]
+
+
+def markdown_of(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text()
+    return "\n\n".join(cell.source for cell in read(path).cells if cell.cell_type == "markdown")
+
+
+def strip_fences(text: str) -> str:
+    """Markdown without its code blocks (```python ... ```) and inline code."""
+    text = re.sub(r"^```+\s*(python|py|text|bash|sh|console|ipython3?)?\s*\n.*?^```+\s*$", "", text,
+                  flags=re.S | re.M)
+    return text
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_stored_output_line_is_clipped(path):
+    bad = []
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type != "code" or tags(cell) & HIDDEN:
+            continue
+        for text in text_outputs(cell):
+            bad += [f"cell {index}: {len(line)} chars: {line[:60]}..." for line in long_lines(text)]
+    assert not bad, f"{path.name}: {len(bad)} output line(s) longer than {MAX_LINE}:\n" + "\n".join(bad[:10])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_visible_code_line_is_clipped(path):
+    bad = []
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type != "code" or tags(cell) & HIDDEN_INPUT:
+            continue
+        bad += [f"cell {index}: {len(line)} chars: {line[:60]}..." for line in long_lines(cell.source)]
+    assert not bad, f"{path.name}: {len(bad)} code line(s) longer than {MAX_LINE}:\n" + "\n".join(bad[:10])
+
+
+def figures():
+    """``(path, cell index, cell)`` of every cell that shows an image."""
+    for path in NOTEBOOKS:
+        for index, cell in enumerate(read(path).cells):
+            if cell.cell_type == "code" and not tags(cell) & HIDDEN and image_outputs(cell):
+                yield path, index, cell
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_figure_is_captioned_named_and_referenced(path):
+    text = markdown_of(path)
+    bad = []
+    for _, index, cell in (f for f in figures() if f[0] == path):
+        figure = cell.metadata.get("mystnb", {}).get("figure", {})
+        caption, name = figure.get("caption", ""), figure.get("name", "")
+        if not str(caption).strip():
+            bad.append(f"cell {index}: no caption (metadata mystnb.figure.caption)")
+        if not re.fullmatch(r"fig-[a-z0-9][a-z0-9-]*", str(name)):
+            bad.append(f"cell {index}: no name 'fig-NN-...' (metadata mystnb.figure.name), got {name!r}")
+        elif not re.search(r"\{numref\}`([^`<]*<)?" + re.escape(name) + r">?`", text):
+            bad.append(f"cell {index}: {name} is never referenced with {{numref}}")
+        if image_outputs(cell) > 1:
+            bad.append(f"cell {index}: {image_outputs(cell)} images under one caption (one figure per cell)")
+    assert not bad, f"{path.name}:\n" + "\n".join(bad)
+
+
+def test_figure_names_are_unique_across_the_book():
+    seen: dict[str, str] = {}
+    for path, index, cell in figures():
+        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
+        if name:
+            assert name not in seen, f"{name} used in {seen[name]} and {path.name}"
+            seen[name] = path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_widget_state_without_widgets(path):
+    nb = read(path)
+    has_widgets = any(
+        WIDGET_MIME in output.get("data", {})
+        for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
+    )
+    if not has_widgets:
+        assert "widgets" not in nb.metadata, (
+            f"{path.name}: widget state stored but no cell shows a widget "
+            "(re-run tools/execute_notebooks.py, which strips it)"
+        )
+
+
+def test_execute_tool_strips_unused_widget_state():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from execute_notebooks import strip_unused_widget_state
+
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    plain.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    assert strip_unused_widget_state(plain) and "widgets" not in plain.metadata
+    shown = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"}})
+    widget = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])])
+    widget.metadata["widgets"] = {"state": {}}
+    assert not strip_unused_widget_state(widget) and "widgets" in widget.metadata
+
+
+# --- structure ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_title_first_in_plain_text(path):
+    visible = [c for c in read(path).cells if not (c.cell_type == "code" and tags(c) & {"remove-cell"})]
+    first = visible[0]
+    assert first.cell_type == "markdown", f"{path.name}: the first visible cell is code, not the title"
+    title = first.source.lstrip().splitlines()[0]
+    assert re.fullmatch(r"# [^#].*", title), f"{path.name}: first cell must start with '# Title', got {title!r}"
+    assert not re.search(r"[$\\{}`]", title), f"{path.name}: page title must be plain text, got {title!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + MARKDOWN_PAGES, ids=ids)
+def test_headings_are_not_numbered_by_hand(path):
+    text = strip_fences(markdown_of(path))
+    bad = re.findall(r"^#{1,6}\s+(?:§\s*)?\d+(?:\.\d+)*\.?\s.*$", text, flags=re.M)
+    assert not bad, f"{path.name}: hand-numbered headings (the book numbers them): {bad}"
+
+
+BOLD_ENVIRONMENT = re.compile(
+    r"\*\*\s*(Lemma|Theorem|Proposition|Corollary|Definition|Proof|Claim)\b[^*]{0,80}\*\*", re.I
+)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids)
+def test_mathematics_is_in_proof_environments(path):
+    text = strip_fences(markdown_of(path))
+    bad = BOLD_ENVIRONMENT.findall(text)
+    assert not bad, f"{path.name}: bold paragraphs {bad}: use {{prf:lemma}} etc. (sphinx-proof)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids)
+def test_at_least_two_exercises_each_with_a_solution(path):
+    text = markdown_of(path)
+    exercises = re.findall(r"^(?:```+|:::+)\{exercise(?:-start)?\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label: *(\S+)", text, re.M)
+    solutions = set(re.findall(r"^(?:```+|:::+)\{solution(?:-start)?\} *(\S+)", text, re.M))
+    assert len(exercises) >= 2, f"{path.name}: {len(exercises)} labelled exercise(s), want at least 2"
+    missing = [label for label in exercises if label not in solutions]
+    assert not missing, f"{path.name}: exercises without a solution: {missing}"
+    starts = len(re.findall(r"^(?:```+|:::+)\{solution-start\}", text, re.M))
+    ends = len(re.findall(r"^(?:```+|:::+)\{solution-end\}", text, re.M))
+    assert starts == ends, f"{path.name}: {starts} solution-start but {ends} solution-end"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + MARKDOWN_PAGES, ids=ids)
+def test_chapters_are_referred_to_by_links(path):
+    text = ROLE.sub("", strip_fences(markdown_of(path)))
+    text = re.sub(r"\[[^\]]*\]\([^)]*\)", "", text)  # [text](link) is a link too
+    bad = re.findall(r"\b[Cc]hapters? \d+\b", text)
+    assert not bad, f"{path.name}: plain-text chapter references {bad}: use {{doc}}`../part1/03_...`"
