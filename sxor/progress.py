@@ -20,9 +20,9 @@ from tqdm.std import tqdm as _text_tqdm
 
 T = TypeVar("T")
 
-#: Width of the bar line in characters: below the book's 100-character limit on output lines.
+#: Width of the bar line in characters, below the book's 100-character limit on output lines.
 NCOLS = 80
-#: Seconds between redraws (a redraw in a notebook is a stream message to the browser).
+#: Seconds between redraws (in a notebook, each redraw is a message to the browser).
 MININTERVAL = 0.5
 
 

@@ -228,3 +228,33 @@ def test_chapters_are_referred_to_by_links(path):
     text = re.sub(r"\[[^\]]*\]\([^)]*\)", "", text)  # [text](link) is a link too
     bad = re.findall(r"\b[Cc]hapters? \d+\b", text)
     assert not bad, f"{path.name}: plain-text chapter references {bad}: use {{doc}}`../part1/03_...`"
+
+
+# --- API reference ------------------------------------------------------------------------------
+
+API_PAGES = sorted((ROOT / "book" / "appendix").glob("api*.md"))
+
+
+def documented_modules() -> list[str]:
+    names = []
+    for page in API_PAGES:
+        names += re.findall(r"^\.\. automodule:: (\S+)", page.read_text(), re.M)
+    return names
+
+
+def test_every_module_of_sxor_has_its_place_in_the_api_reference():
+    import pkgutil
+
+    import sxor
+
+    modules = {"sxor"} | {
+        info.name for info in pkgutil.walk_packages(sxor.__path__, "sxor.")
+        if not info.name.split(".")[-1].startswith("_")
+    }
+    documented = documented_modules()
+    missing = sorted(modules - set(documented))
+    stale = sorted(set(documented) - modules)
+    assert not missing, f"modules missing from book/appendix/api_*.md (add an automodule): {missing}"
+    assert not stale, f"book/appendix/api_*.md documents modules that do not exist: {stale}"
+    twice = sorted({name for name in documented if documented.count(name) > 1})
+    assert not twice, f"modules documented twice: {twice}"
