@@ -258,3 +258,60 @@ def test_every_module_of_sxor_has_its_place_in_the_api_reference():
     assert not stale, f"book/appendix/api_*.md documents modules that do not exist: {stale}"
     twice = sorted({name for name in documented if documented.count(name) > 1})
     assert not twice, f"modules documented twice: {twice}"
+
+
+# --- the website check itself (tools/check_site.py) ---------------------------------------------
+
+
+def site_check():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import check_site
+
+    return check_site
+
+
+PAGE = """<html><head><title>{title}</title></head><body>
+<div class="bd-sidebar-primary"><nav><a href="page.html">{nav}</a></nav></div>
+<article class="bd-article">{body}</article></body></html>"""
+
+
+def problems_of(tmp_path, title="1. Plain", nav="1. Plain", body=""):
+    check_site = site_check()
+    page = tmp_path / "page.html"
+    page.write_text(PAGE.format(title=title, nav=nav, body=body))
+    (tmp_path / "fig.png").write_bytes(b"")
+    problems: list[str] = []
+    check_site.check_page(page, tmp_path, problems)
+    return problems
+
+
+def test_site_check_passes_a_clean_page(tmp_path):
+    body = ('<figure><img src="fig.png"/><figcaption><span class="caption-number">Fig. 1.1 </span>'
+            "</figcaption></figure><pre>" + "x" * 100 + "</pre>"
+            '<div class="pst-scrollable-table-container"><table></table></div>'
+            '<div class="math">\\[ y = -x_{i^*}x_{j^*} \\]</div>')
+    assert problems_of(tmp_path, body=body) == []
+
+
+def test_site_check_finds_each_kind_of_problem(tmp_path):
+    assert any("<title>" in p for p in problems_of(tmp_path, title="5. Against \\(d\\)"))
+    assert any("sidebar" in p for p in problems_of(tmp_path, nav="5. Against $d$"))
+    assert any("numbered caption" in p for p in problems_of(tmp_path, body='<img src="fig.png"/>'))
+    assert any("longer than 100" in p for p in problems_of(tmp_path, body="<pre>" + "x" * 101 + "</pre>"))
+    assert any("table" in p for p in problems_of(tmp_path, body="<table><tr><td>1</td></tr></table>"))
+    assert any("wider than a phone" in p
+               for p in problems_of(tmp_path, body='<div style="width: 1200px">x</div>'))
+    long_equation = "\\[" + " + ".join(f"\\frac{{a_{k}}}{{b_{k}}}" for k in range(40)) + "\\]"
+    assert any("display equation" in p
+               for p in problems_of(tmp_path, body=f'<div class="math">{long_equation}</div>'))
+    assert any("broken link" in p for p in problems_of(tmp_path, body='<a href="missing.html">x</a>'))
+
+
+def test_equation_width_estimate_grows_with_the_equation():
+    tex_width_em = site_check().tex_width_em
+    short, long = r"y = -x_{i^*}x_{j^*}", r"y = -x_{i^*}x_{j^*},\qquad " * 6
+    assert 0 < tex_width_em(short) < 10 < tex_width_em(long)
+    assert tex_width_em(r"\frac{a}{b}") < tex_width_em("ab")  # stacked, not side by side
+    assert tex_width_em(r"a \\ b") == tex_width_em("a")  # the widest line counts

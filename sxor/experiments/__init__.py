@@ -44,7 +44,18 @@ REGISTRY: dict[str, Experiment] = {}
 
 
 def register(name: str, description: str, plot: Callable[[dict], object] | None = None):
-    """Decorator registering ``run`` under ``name``."""
+    """Decorator registering an experiment's ``run(size, device) -> (params, records)``.
+
+    Parameters
+    ----------
+    name
+        The name the command line and :func:`run` use (``"one-step-grid"``); also the stem of
+        its committed results file.
+    description
+        One line for ``python -m sxor list``.
+    plot
+        Optional ``plot(results) -> Figure``; the command line saves it beside the results.
+    """
 
     def wrap(fn):
         REGISTRY[name] = Experiment(name, description, fn, plot)
@@ -54,7 +65,13 @@ def register(name: str, description: str, plot: Callable[[dict], object] | None 
 
 
 def size_config(size: str, sizes: dict[str, dict]) -> dict:
-    """The configuration of ``size`` (``"ci"`` or ``"full"``) from an experiment's ``sizes`` table."""
+    """The configuration of ``size`` (``"ci"`` or ``"full"``) from an experiment's ``sizes`` table.
+
+    Raises
+    ------
+    ValueError
+        When ``sizes`` has no entry ``size``.
+    """
     if size not in sizes:
         raise ValueError(f"size must be one of {sorted(sizes)}, got {size!r}")
     return sizes[size]
@@ -76,11 +93,29 @@ def get(name: str) -> Experiment:
 
 
 def run(name: str, size: str = "ci", device: torch.device | str | None = None) -> dict:
-    """Run experiment ``name`` at ``size`` on ``device`` (default :func:`sxor.book.default_device`).
+    """Run a named experiment: the one way the chapters and the command line run a sweep.
 
-    Returns ``{"experiment", "params", "records", "meta"}``: ``params`` starts with ``size``;
-    ``meta`` holds the equivalent command line, the device, the library versions, the date and
-    the wall time in seconds. This is exactly what ``python -m sxor run`` writes to disk.
+    Parameters
+    ----------
+    name
+        A registered experiment (``python -m sxor list`` shows them).
+    size
+        ``"ci"``, what a notebook runs (well under a minute on a CPU), or ``"full"``, what the
+        committed results file holds.
+    device
+        Where to compute; default :func:`sxor.book.default_device`.
+
+    Returns
+    -------
+    dict
+        ``{"experiment", "params", "records", "meta"}``: ``params`` starts with ``size``;
+        ``meta`` holds the equivalent command line, the device, the library versions, the date
+        and the wall time in seconds. This is exactly what ``python -m sxor run`` writes to disk.
+
+    Raises
+    ------
+    ValueError
+        For an unknown experiment (the message lists the known ones) or size.
     """
     exp = get(name)
     if size not in SIZES:
@@ -114,10 +149,30 @@ class Comparison:
 def compare(ci: dict, full: dict, keys: Sequence[str], tol: float = 1e-9) -> Comparison:
     """Compare a CI run with the committed full run on the records they share.
 
-    Records are matched by the exact values of ``keys`` (integers or strings: never a computed
-    float), every record of ``ci`` must have a partner in ``full``, and every other numeric field
-    is compared with a relative tolerance: ``|a - b| <= tol * max(1, |a|, |b|)``. The returned
-    :class:`Comparison` prints as a bound, identical on every machine while the runs agree.
+    Every other numeric field of matched records is compared with a relative tolerance,
+    :math:`|a - b| \le \mathrm{tol}\cdot\max(1, |a|, |b|)`.
+
+    Parameters
+    ----------
+    ci, full
+        Results dicts as returned by :func:`run` (``full`` usually from
+        :func:`sxor.results.committed_results`).
+    keys
+        Record fields that identify a grid cell. Their values must be exact (integers or
+        strings, never a computed float), so that cells match on every machine.
+    tol
+        Largest relative difference that counts as agreement.
+
+    Returns
+    -------
+    Comparison
+        Prints as ``CI run vs committed full run: N shared cells, largest difference < 1e-09``,
+        identical on every machine while the runs agree.
+
+    Raises
+    ------
+    ValueError
+        When a key value is a float, or a record of ``ci`` has no partner in ``full``.
     """
     def key(record: dict) -> tuple:
         values = tuple(record[k] for k in keys)
