@@ -150,7 +150,7 @@ def compare(ci: dict, full: dict, keys: Sequence[str], tol: float = 1e-9) -> Com
     """Compare a CI run with the committed full run on the records they share.
 
     Every other numeric field of matched records is compared with a relative tolerance,
-    :math:`|a - b| \le \mathrm{tol}\cdot\max(1, |a|, |b|)`.
+    :math:`|a - b| \\le \\mathrm{tol}\\cdot\\max(1, |a|, |b|)`.
 
     Parameters
     ----------
