@@ -142,6 +142,26 @@ def test_every_figure_is_captioned_named_and_referenced(path):
     assert not bad, f"{path.name}:\n" + "\n".join(bad)
 
 
+#: Widest PNG (pixels) that the text column at 1400 px shows at two thirds of its size or more.
+MAX_FIGURE_PX = 1200
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_figures_are_not_shrunk_until_unreadable(path):
+    import base64
+
+    bad = []
+    for _, index, cell in (f for f in figures() if f[0] == path):
+        for output in cell.outputs:
+            data = output.get("data", {}).get("image/png")
+            if data:
+                width = int.from_bytes(base64.b64decode(data[:44])[16:20], "big")
+                if width > MAX_FIGURE_PX:
+                    bad.append(f"cell {index}: {width} px wide")
+    assert not bad, (f"{path.name}: figures wider than {MAX_FIGURE_PX} px are shrunk below 2/3 on the "
+                     f"page (at most two panels side by side, or stack them): {bad}")
+
+
 def test_figure_names_are_unique_across_the_book():
     seen: dict[str, str] = {}
     for path, index, cell in figures():
@@ -311,6 +331,20 @@ def test_site_check_finds_each_kind_of_problem(tmp_path):
     assert any("display equation" in p
                for p in problems_of(tmp_path, body=f'<div class="math">{long_equation}</div>'))
     assert any("broken link" in p for p in problems_of(tmp_path, body='<a href="missing.html">x</a>'))
+    import struct
+    import zlib
+
+    def png(width):  # a valid PNG header is all the check reads
+        ihdr = struct.pack(">IIBBBBB", width, 10, 8, 2, 0, 0, 0)
+        return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
+                + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr)))
+
+    captioned = ('<figure><img src="wide.png"/><figcaption><span class="caption-number">Fig. 1 </span>'
+                 "</figcaption></figure>")
+    (tmp_path / "wide.png").write_bytes(png(2000))
+    assert any("2000 px wide" in p for p in problems_of(tmp_path, body=captioned))
+    (tmp_path / "wide.png").write_bytes(png(1000))
+    assert problems_of(tmp_path, body=captioned) == []
 
 
 def test_equation_width_estimate_grows_with_the_equation():

@@ -7,7 +7,8 @@ Usage: ``python tools/check_site.py _build/html [--browser]``. Exit status 1 on 
   image resolves; MathJax is served from the site itself (the book works offline);
 * no raw TeX (``$``, ``\\(``, ``\\[``) in a page's ``<title>`` or in the navigation sidebar
   (page titles come from the first heading: write it in plain text);
-* every image in a page is a numbered figure (inside ``<figure>`` with a "Fig. N" caption);
+* every image in a page is a numbered figure (inside ``<figure>`` with a "Fig. N" caption), at
+  most :data:`MAX_FIGURE_PX` pixels wide (wider ones are shrunk until their labels are unreadable);
 * no line of a code cell, an output or a code block is longer than :data:`MAX_LINE` characters
   (it would be clipped at 1400 px);
 * nothing forces the page wider than a phone's screen where that is visible in the HTML: a table
@@ -36,6 +37,10 @@ import yaml
 
 #: The longest line of a code cell or an output that fits the page at 1400 px.
 MAX_LINE = 100
+#: Widest figure, in pixels of its PNG, shown at two thirds of its size or more in the text
+#: column at 1400 px (about 800 px); a wider one has unreadable labels (3 panels or more side by
+#: side, or a figure size over 12 inches at the book's 100 dpi).
+MAX_FIGURE_PX = 1200
 #: A phone's screen width in CSS pixels (iPhone 12-15).
 PHONE_WIDTH = 390
 #: Widest display equation, in the units of :func:`tex_width_em`, that passes the static check.
@@ -127,6 +132,17 @@ def toc_pages(toc: dict) -> list[str]:
 
     walk(toc.get("parts", toc.get("chapters", [])))
     return pages
+
+
+def png_width(path: Path) -> int | None:
+    """Width in pixels of the PNG at ``path`` (from its header), None for anything else."""
+    try:
+        head = path.resolve().read_bytes()[:24]
+    except OSError:
+        return None
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 24:
+        return None
+    return int.from_bytes(head[16:20], "big")
 
 
 RAW_TEX = re.compile(r"\$|\\\(|\\\)|\\\[|\\[a-zA-Z]+\{")
@@ -258,6 +274,10 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
         if not numbered:
             problems.append(f"{name}: image without a numbered caption: {Path(img.attrs.get('src', '?')).name}"
                             " (cell metadata mystnb.figure.caption and .name)")
+        width = png_width(page.parent / unquote(img.attrs.get("src", "")))
+        if width is not None and width > MAX_FIGURE_PX:
+            problems.append(f"{name}: figure {width} px wide, shrunk below 2/3 at 1400 px: at most two panels "
+                            f"side by side ({Path(img.attrs['src']).name})")
 
     clipped = []
     for pre in article.find("pre"):
