@@ -322,6 +322,8 @@ def test_site_check_passes_a_clean_page(tmp_path):
 def test_site_check_finds_each_kind_of_problem(tmp_path):
     assert any("<title>" in p for p in problems_of(tmp_path, title="5. Against \\(d\\)"))
     assert any("sidebar" in p for p in problems_of(tmp_path, nav="5. Against $d$"))
+    assert any("bibliography" in p for p in problems_of(
+        tmp_path, body='<div class="citation">Kou. Lower bound for $k$-sparse parity.</div>'))
     assert any("numbered caption" in p for p in problems_of(tmp_path, body='<img src="fig.png"/>'))
     assert any("longer than 100" in p for p in problems_of(tmp_path, body="<pre>" + "x" * 101 + "</pre>"))
     assert any("table" in p for p in problems_of(tmp_path, body="<table><tr><td>1</td></tr></table>"))

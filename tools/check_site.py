@@ -5,8 +5,8 @@ Usage: ``python tools/check_site.py _build/html [--browser]``. Exit status 1 on 
 
 * every page of ``_toc.yml`` exists; no cell output shows a traceback; every relative link and
   image resolves; MathJax is served from the site itself (the book works offline);
-* no raw TeX (``$``, ``\\(``, ``\\[``) in a page's ``<title>`` or in the navigation sidebar
-  (page titles come from the first heading: write it in plain text);
+* no raw TeX (``$``, ``\\(``, ``\\[``) in a page's ``<title>``, in the navigation sidebar
+  (page titles come from the first heading: write it in plain text) or in a bibliography entry;
 * every image in a page is a numbered figure (inside ``<figure>`` with a "Fig. N" caption), at
   most :data:`MAX_FIGURE_PX` pixels wide (wider ones are shrunk until their labels are unreadable);
 * no line of a code cell, an output or a code block is longer than :data:`MAX_LINE` characters
@@ -260,6 +260,11 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
                 continue
             if not (page.parent / unquote(url.path)).resolve().exists():
                 problems.append(f"{name}: broken link {target}")
+
+    for citation in root.find("div", "citation"):
+        if RAW_TEX.search(citation.text()):
+            problems.append(f"{name}: raw TeX in a bibliography entry: {' '.join(citation.text().split())[:80]}"
+                            " (write Unicode in references.bib)")
 
     articles = root.find("article", "bd-article")
     if not articles:
