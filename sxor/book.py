@@ -21,10 +21,20 @@ def default_device() -> torch.device:
 def setup(seed: int = 0, threads: int | None = None) -> tuple[torch.device, int]:
     """Fix seeds and printing, style figures, and return ``(DEVICE, SCALE)``.
 
-    ``threads`` sets :func:`torch.set_num_threads` (chapters whose tensors are small pass ``1``:
-    they gain nothing from threads and lose a lot on a busy CPU); ``None`` leaves torch's default.
-    ``DEVICE`` is :func:`default_device`; ``SCALE`` is 1 on a CPU and :data:`GPU_SCALE` on a GPU,
-    so ``n = 1000 * SCALE`` grows a chapter's sizes with one variable.
+    Parameters
+    ----------
+    seed
+        Seed of Python's, NumPy's and torch's global generators.
+    threads
+        Passed to ``torch.set_num_threads``. Chapters whose tensors are small pass ``1``: they
+        gain nothing from threads and lose a lot on a busy CPU. ``None`` leaves torch's default.
+
+    Returns
+    -------
+    tuple
+        ``DEVICE``, which is :func:`default_device`, and ``SCALE``, which is 1 on a CPU and
+        :data:`GPU_SCALE` on a GPU, so that ``n = 1000 * SCALE`` grows a chapter's sizes with
+        one variable.
     """
     if threads is not None:
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -67,6 +77,18 @@ def bound(err: float, tol: float) -> str:
     An error at rounding level has digits that change from one machine to the next; the bound
     does not. An error at or above ``tol`` is printed with its value and flagged, so a failing
     check is visible on the page and in the notebook comparison of the tests.
+
+    Parameters
+    ----------
+    err
+        The error, difference or residual (a float or a 0-dim tensor).
+    tol
+        The tolerance the check promises, a positive number.
+
+    Raises
+    ------
+    ValueError
+        When ``err`` or ``tol`` is nan, or ``tol`` is not positive.
     """
     err, tol = float(err), float(tol)
     if math.isnan(err) or math.isnan(tol) or tol <= 0:

@@ -16,6 +16,7 @@ from .results import RESULTS_DIR, save_results
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line on ``argv`` (default: the process's arguments); return the exit status."""
     parser = argparse.ArgumentParser(prog="python -m sxor", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the named experiments")

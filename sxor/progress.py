@@ -1,21 +1,61 @@
-"""Progress bars for long sweeps: tqdm, silenced when ``TQDM_DISABLE`` is set (as CI does).
+"""Progress bars for long sweeps: one text line that rewrites itself, silenced by ``TQDM_DISABLE``.
 
-tqdm's notebook bars ignore the ``TQDM_DISABLE`` environment variable, and a bar stored in a
-notebook becomes a widget output; this wrapper reads the variable itself.
+A chapter's sweep calls :func:`progress` once per grid cell, often inside another loop. tqdm's
+notebook widgets (``tqdm.auto`` in Jupyter and Colab) would leave one finished bar per call on the
+page: Colab ignores ``leave=False`` for widgets, and nested widget bars pile up. So this module
+uses tqdm's plain text bar, which redraws one line with a carriage return and erases it when it
+finishes, and it shows only the outermost of nested bars. Whatever the number of calls, a cell
+shows at most one progress line while it runs and none afterwards.
+
+tqdm reads ``TQDM_DISABLE`` only for some of its classes; this module reads it itself, so that
+CI and the notebook tests (which set it) store no progress output at all.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Iterable, TypeVar
+from typing import Iterable, Iterator, TypeVar
 
-from tqdm.auto import tqdm
+from tqdm.std import tqdm as _text_tqdm
 
 T = TypeVar("T")
 
+#: Width of the bar line in characters, below the book's 100-character limit on output lines.
+NCOLS = 80
+#: Seconds between redraws (in a notebook, each redraw is a message to the browser).
+MININTERVAL = 0.5
+
+
+def disabled_by_environment() -> bool:
+    """True when ``TQDM_DISABLE`` is set to a non-empty value other than ``0``/``false``."""
+    return os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false")
+
+
+class _Bar(_text_tqdm):
+    """A text bar that counts how many bars are iterating, so that inner ones stay silent."""
+
+    active = 0
+
+    def __iter__(self) -> Iterator:
+        _Bar.active += 1
+        try:
+            yield from super().__iter__()
+        finally:
+            _Bar.active -= 1
+
 
 def progress(iterable: Iterable[T], **kwargs) -> Iterable[T]:
-    """``tqdm(iterable, **kwargs)``, disabled when ``TQDM_DISABLE`` is set to a non-empty value
-    other than ``0``/``false``."""
-    disabled = os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false")
-    return tqdm(iterable, disable=disabled, leave=False, **kwargs)
+    """Iterate over ``iterable`` behind a one-line text progress bar.
+
+    Keyword arguments go to tqdm (``desc``, ``total``, ...). The bar is disabled when
+    ``TQDM_DISABLE`` is set (:func:`disabled_by_environment`) and when another bar of this module
+    is already iterating (only the outer loop of nested sweeps shows a bar). It is erased when the
+    loop ends (``leave=False``), so consecutive sweeps reuse the same line.
+    """
+    if "leave" in kwargs:
+        raise TypeError("progress() bars never stay on the page; do not pass leave=")
+    asked = bool(kwargs.pop("disable", False))
+    disable = asked or disabled_by_environment() or _Bar.active > 0
+    kwargs.setdefault("ncols", NCOLS)
+    kwargs.setdefault("mininterval", MININTERVAL)
+    return _Bar(iterable, disable=disable, leave=False, **kwargs)

@@ -17,8 +17,9 @@ import numpy as np
 import torch
 
 
-#: The committed full-size results: package data, so an installed ``sxor`` (Colab) has them too.
-#: The command line writes here and :func:`committed_results` reads here: one copy of each file.
+#: Folder of the committed full-size results, shipped as package data so that an installed
+#: ``sxor`` (Colab) has them too. The command line writes here and :func:`committed_results`
+#: reads here, so there is one copy of each file.
 RESULTS_DIR = Path(__file__).resolve().parent / "committed"
 
 
@@ -58,7 +59,20 @@ def committed_results(name: str) -> dict:
     """The committed full-size results file ``NAME.json`` of :data:`RESULTS_DIR`.
 
     The files are package data, so this works in a checkout and in an installed package alike,
-    with no network. A missing file raises :class:`FileNotFoundError` saying how to make it.
+    with no network.
+
+    Parameters
+    ----------
+    name
+        The experiment's name, e.g. ``"one-step-grid"`` (no path, no extension).
+
+    Raises
+    ------
+    FileNotFoundError
+        When the file is missing; the message gives the command that makes it,
+        ``python -m sxor run NAME --size full``.
+    ValueError
+        When ``name`` is not a plain name.
     """
     if not isinstance(name, str) or not name or "/" in name or "\\" in name:
         raise ValueError(f"name must be an experiment name such as 'one-step-grid', got {name!r}")

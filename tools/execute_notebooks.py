@@ -2,7 +2,9 @@
 
 Usage: ``python tools/execute_notebooks.py book/part1/02_population_gradient.ipynb ...``
 (``make execute`` runs it on every notebook). Sets ``TQDM_DISABLE=1`` and strips per-cell
-timing metadata so that diffs show only real changes.
+timing metadata so that diffs show only real changes. A notebook none of whose outputs is a widget
+loses its stored widget state (``metadata.widgets``): myst-nb would otherwise make its page load
+the widget scripts from the internet for nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,19 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-os.environ["TQDM_DISABLE"] = "1"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def strip_unused_widget_state(nb: nbformat.NotebookNode) -> bool:
+    """Remove ``metadata.widgets`` when no output of ``nb`` shows a widget; True if removed."""
+    shows_widgets = any(
+        WIDGET_MIME in output.get("data", {})
+        for cell in nb.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+    )
+    if shows_widgets or "widgets" not in nb.metadata:
+        return False
+    del nb.metadata["widgets"]
+    return True
 
 
 def execute(path: Path) -> float:
@@ -29,10 +43,12 @@ def execute(path: Path) -> float:
         nb, timeout=600, kernel_name="python3", record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
+    strip_unused_widget_state(nb)
     nbformat.write(nb, path)
     return time.perf_counter() - start
 
 
 if __name__ == "__main__":
+    os.environ["TQDM_DISABLE"] = "1"  # the kernels inherit it: no progress bars in the outputs
     for name in sys.argv[1:]:
         print(f"{name}: {execute(Path(name)):.1f} s", flush=True)

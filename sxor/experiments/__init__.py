@@ -48,7 +48,22 @@ REGISTRY: dict[str, Experiment] = {}
 
 def register(name: str, description: str, plot: Callable[[dict], object] | None = None,
              compare_keys: Sequence[str] | None = None):
-    """Decorator registering ``run`` under ``name`` (see :class:`Experiment` for the fields)."""
+    """Decorator registering an experiment's ``run(size, device) -> (params, records)``.
+
+    Parameters
+    ----------
+    name
+        The name the command line and :func:`run` use (``"one-step-grid"``); also the stem of
+        its committed results file.
+    description
+        One line for ``python -m sxor list``.
+    plot
+        Optional ``plot(results) -> Figure``; the command line saves it beside the results.
+    compare_keys
+        Record fields that identify a cell exactly, when the CI run's cells are a subset of the
+        full run's (same seeds): :func:`compare` then checks one against the other by default,
+        and ``tests/test_portability.py`` re-runs it under another summation order.
+    """
 
     def wrap(fn):
         keys = tuple(compare_keys) if compare_keys is not None else None
@@ -59,7 +74,13 @@ def register(name: str, description: str, plot: Callable[[dict], object] | None 
 
 
 def size_config(size: str, sizes: dict[str, dict]) -> dict:
-    """The configuration of ``size`` (``"ci"`` or ``"full"``) from an experiment's ``sizes`` table."""
+    """The configuration of ``size`` (``"ci"`` or ``"full"``) from an experiment's ``sizes`` table.
+
+    Raises
+    ------
+    ValueError
+        When ``sizes`` has no entry ``size``.
+    """
     if size not in sizes:
         raise ValueError(f"size must be one of {sorted(sizes)}, got {size!r}")
     return sizes[size]
@@ -81,11 +102,29 @@ def get(name: str) -> Experiment:
 
 
 def run(name: str, size: str = "ci", device: torch.device | str | None = None) -> dict:
-    """Run experiment ``name`` at ``size`` on ``device`` (default :func:`sxor.book.default_device`).
+    """Run a named experiment: the one way the chapters and the command line run a sweep.
 
-    Returns ``{"experiment", "params", "records", "meta"}``: ``params`` starts with ``size``;
-    ``meta`` holds the equivalent command line, the device, the library versions, the date and
-    the wall time in seconds. This is exactly what ``python -m sxor run`` writes to disk.
+    Parameters
+    ----------
+    name
+        A registered experiment (``python -m sxor list`` shows them).
+    size
+        ``"ci"``, what a notebook runs (well under a minute on a CPU), or ``"full"``, what the
+        committed results file holds.
+    device
+        Where to compute; default :func:`sxor.book.default_device`.
+
+    Returns
+    -------
+    dict
+        ``{"experiment", "params", "records", "meta"}``: ``params`` starts with ``size``;
+        ``meta`` holds the equivalent command line, the device, the library versions, the date
+        and the wall time in seconds. This is exactly what ``python -m sxor run`` writes to disk.
+
+    Raises
+    ------
+    ValueError
+        For an unknown experiment (the message lists the known ones) or size.
     """
     exp = get(name)
     if size not in SIZES:
@@ -119,10 +158,32 @@ class Comparison:
 def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float = 1e-9) -> Comparison:
     """Compare a CI run with the committed full run on the records they share.
 
-    Records are matched by the exact values of ``keys`` (integers or strings: never a computed
-    float; default: the experiment's registered ``compare_keys``), every record of ``ci`` must have a partner in ``full``, and every other numeric field
-    is compared with a relative tolerance: ``|a - b| <= tol * max(1, |a|, |b|)``. The returned
-    :class:`Comparison` prints as a bound, identical on every machine while the runs agree.
+    Records are matched by the exact values of ``keys``.
+    Every other numeric field of matched records is compared with a relative tolerance,
+    :math:`|a - b| \\le \\mathrm{tol}\\cdot\\max(1, |a|, |b|)`.
+
+    Parameters
+    ----------
+    ci, full
+        Results dicts as returned by :func:`run` (``full`` usually from
+        :func:`sxor.results.committed_results`).
+    keys
+        Record fields that identify a grid cell (default: the experiment's registered
+        ``compare_keys``). Their values must be exact (integers or strings, never a computed
+        float), so that cells match on every machine; every record of ``ci`` needs a partner.
+    tol
+        Largest relative difference that counts as agreement.
+
+    Returns
+    -------
+    Comparison
+        Prints as ``CI run vs committed full run: N shared cells, largest difference < 1e-09``,
+        identical on every machine while the runs agree.
+
+    Raises
+    ------
+    ValueError
+        When a key value is a float, or a record of ``ci`` has no partner in ``full``.
     """
     if keys is None:
         keys = get(ci["experiment"]).compare_keys

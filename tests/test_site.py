@@ -1,0 +1,357 @@
+"""What a reader sees of the committed notebooks, checked before the website is built.
+
+The book shows the stored outputs as they are, so these checks read the notebook files:
+
+* no stored text output line is longer than :data:`MAX_LINE` characters (longer lines are
+  clipped on the page at 1400 px), and no visible code line either;
+* every image output is a numbered figure: its cell carries ``mystnb.figure.caption`` and a
+  unique ``mystnb.figure.name``, the cell shows one image, and the text refers to it with
+  ``{numref}``;
+* a notebook without widget outputs carries no widget state (it would make the page load the
+  widget scripts from the internet);
+* the page title is the first markdown cell, plain text, before any visible code; headings are
+  not numbered by hand (the book numbers them);
+* the mathematics is in ``sphinx-proof`` environments (no bold "**Lemma**" paragraphs) and each
+  chapter has at least two exercises, each with a solution;
+* chapters refer to each other by links, not by "Chapter 3" in plain text.
+
+``tools/check_site.py`` checks the built website for the same things and more.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
+#: Chapters (``book/partN/NN_name.ipynb``); appendix notebooks need no exercises.
+CHAPTERS = [p for p in NOTEBOOKS if re.fullmatch(r"\d\d_.*", p.stem) and p.parent.name.startswith("part")]
+MARKDOWN_PAGES = sorted((ROOT / "book").rglob("*.md"))
+#: The longest output or code line that fits the page at 1400 px without clipping.
+MAX_LINE = 100
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+HIDDEN = {"remove-cell", "remove-output", "remove_cell", "remove_output"}
+HIDDEN_INPUT = {"remove-cell", "remove-input", "remove_cell", "remove_input"}
+ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
+
+
+def ids(path: Path) -> str:
+    return path.name
+
+
+@lru_cache(maxsize=None)
+def read(path: Path):
+    """The notebook at ``path``, read once per test session (the tests only look at it)."""
+    return nbformat.read(path, as_version=4)
+
+
+def tags(cell) -> set[str]:
+    return set(cell.metadata.get("tags", []))
+
+
+def text_outputs(cell):
+    """Every stored text a reader sees below ``cell``: streams and ``text/plain`` results that
+    are not the fallback of an image (``<Figure size 640x480 with 1 Axes>`` is never shown)."""
+    for output in cell.get("outputs", []):
+        if output.output_type == "stream":
+            yield output.text
+        elif output.output_type in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            if not any(key.startswith("image/") or key == WIDGET_MIME for key in data):
+                if "text/html" not in data and "text/latex" not in data:
+                    yield data.get("text/plain", "")
+
+
+def image_outputs(cell) -> int:
+    return sum(
+        any(key.startswith("image/") for key in output.get("data", {}))
+        for output in cell.get("outputs", [])
+    )
+
+
+def long_lines(text: str) -> list[str]:
+    # A carriage return (progress bars) overwrites the line: only the last part is shown.
+    return [line for line in text.splitlines() if len(line.split("\r")[-1]) > MAX_LINE]
+
+
+def markdown_of(path: Path) -> str:
+    if path.suffix == ".md":
+        return path.read_text()
+    return "\n\n".join(cell.source for cell in read(path).cells if cell.cell_type == "markdown")
+
+
+def strip_fences(text: str) -> str:
+    """Markdown without its code blocks (```python ... ```) and inline code."""
+    text = re.sub(r"^```+\s*(python|py|text|bash|sh|console|ipython3?)?\s*\n.*?^```+\s*$", "", text,
+                  flags=re.S | re.M)
+    return text
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_stored_output_line_is_clipped(path):
+    bad = []
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type != "code" or tags(cell) & HIDDEN:
+            continue
+        for text in text_outputs(cell):
+            bad += [f"cell {index}: {len(line)} chars: {line[:60]}..." for line in long_lines(text)]
+    assert not bad, f"{path.name}: {len(bad)} output line(s) longer than {MAX_LINE}:\n" + "\n".join(bad[:10])
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_visible_code_line_is_clipped(path):
+    bad = []
+    for index, cell in enumerate(read(path).cells):
+        if cell.cell_type != "code" or tags(cell) & HIDDEN_INPUT:
+            continue
+        bad += [f"cell {index}: {len(line)} chars: {line[:60]}..." for line in long_lines(cell.source)]
+    assert not bad, f"{path.name}: {len(bad)} code line(s) longer than {MAX_LINE}:\n" + "\n".join(bad[:10])
+
+
+def figures():
+    """``(path, cell index, cell)`` of every cell that shows an image."""
+    for path in NOTEBOOKS:
+        for index, cell in enumerate(read(path).cells):
+            if cell.cell_type == "code" and not tags(cell) & HIDDEN and image_outputs(cell):
+                yield path, index, cell
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_every_figure_is_captioned_named_and_referenced(path):
+    text = markdown_of(path)
+    bad = []
+    for _, index, cell in (f for f in figures() if f[0] == path):
+        figure = cell.metadata.get("mystnb", {}).get("figure", {})
+        caption, name = figure.get("caption", ""), figure.get("name", "")
+        if not str(caption).strip():
+            bad.append(f"cell {index}: no caption (metadata mystnb.figure.caption)")
+        if not re.fullmatch(r"fig-[a-z0-9][a-z0-9-]*", str(name)):
+            bad.append(f"cell {index}: no name 'fig-NN-...' (metadata mystnb.figure.name), got {name!r}")
+        elif not re.search(r"\{numref\}`([^`<]*<)?" + re.escape(name) + r">?`", text):
+            bad.append(f"cell {index}: {name} is never referenced with {{numref}}")
+        if image_outputs(cell) > 1:
+            bad.append(f"cell {index}: {image_outputs(cell)} images under one caption (one figure per cell)")
+    assert not bad, f"{path.name}:\n" + "\n".join(bad)
+
+
+#: Widest PNG (pixels) that the text column at 1400 px shows at two thirds of its size or more.
+MAX_FIGURE_PX = 1200
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_figures_are_not_shrunk_until_unreadable(path):
+    import base64
+
+    bad = []
+    for _, index, cell in (f for f in figures() if f[0] == path):
+        for output in cell.outputs:
+            data = output.get("data", {}).get("image/png")
+            if data:
+                width = int.from_bytes(base64.b64decode(data[:44])[16:20], "big")
+                if width > MAX_FIGURE_PX:
+                    bad.append(f"cell {index}: {width} px wide")
+    assert not bad, (f"{path.name}: figures wider than {MAX_FIGURE_PX} px are shrunk below 2/3 on the "
+                     f"page (at most two panels side by side, or stack them): {bad}")
+
+
+def test_figure_names_are_unique_across_the_book():
+    seen: dict[str, str] = {}
+    for path, index, cell in figures():
+        name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
+        if name:
+            assert name not in seen, f"{name} used in {seen[name]} and {path.name}"
+            seen[name] = path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_no_widget_state_without_widgets(path):
+    nb = read(path)
+    has_widgets = any(
+        WIDGET_MIME in output.get("data", {})
+        for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
+    )
+    if not has_widgets:
+        assert "widgets" not in nb.metadata, (
+            f"{path.name}: widget state stored but no cell shows a widget "
+            "(re-run tools/execute_notebooks.py, which strips it)"
+        )
+
+
+def test_execute_tool_strips_unused_widget_state():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from execute_notebooks import strip_unused_widget_state
+
+    plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    plain.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    assert strip_unused_widget_state(plain) and "widgets" not in plain.metadata
+    shown = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"}})
+    widget = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])])
+    widget.metadata["widgets"] = {"state": {}}
+    assert not strip_unused_widget_state(widget) and "widgets" in widget.metadata
+
+
+# --- structure ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_title_first_in_plain_text(path):
+    visible = [c for c in read(path).cells if not (c.cell_type == "code" and tags(c) & {"remove-cell"})]
+    first = visible[0]
+    assert first.cell_type == "markdown", f"{path.name}: the first visible cell is code, not the title"
+    title = first.source.lstrip().splitlines()[0]
+    assert re.fullmatch(r"# [^#].*", title), f"{path.name}: first cell must start with '# Title', got {title!r}"
+    assert not re.search(r"[$\\{}`]", title), f"{path.name}: page title must be plain text, got {title!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + MARKDOWN_PAGES, ids=ids)
+def test_headings_are_not_numbered_by_hand(path):
+    text = strip_fences(markdown_of(path))
+    bad = re.findall(r"^#{1,6}\s+(?:§\s*)?\d+(?:\.\d+)*\.?\s.*$", text, flags=re.M)
+    assert not bad, f"{path.name}: hand-numbered headings (the book numbers them): {bad}"
+
+
+BOLD_ENVIRONMENT = re.compile(
+    r"\*\*\s*(Lemma|Theorem|Proposition|Corollary|Definition|Proof|Claim)\b[^*]{0,80}\*\*", re.I
+)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids)
+def test_mathematics_is_in_proof_environments(path):
+    text = strip_fences(markdown_of(path))
+    bad = BOLD_ENVIRONMENT.findall(text)
+    assert not bad, f"{path.name}: bold paragraphs {bad}: use {{prf:lemma}} etc. (sphinx-proof)"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=ids)
+def test_at_least_two_exercises_each_with_a_solution(path):
+    text = markdown_of(path)
+    exercises = re.findall(r"^(?:```+|:::+)\{exercise(?:-start)?\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label: *(\S+)", text, re.M)
+    solutions = set(re.findall(r"^(?:```+|:::+)\{solution(?:-start)?\} *(\S+)", text, re.M))
+    assert len(exercises) >= 2, f"{path.name}: {len(exercises)} labelled exercise(s), want at least 2"
+    missing = [label for label in exercises if label not in solutions]
+    assert not missing, f"{path.name}: exercises without a solution: {missing}"
+    starts = len(re.findall(r"^(?:```+|:::+)\{solution-start\}", text, re.M))
+    ends = len(re.findall(r"^(?:```+|:::+)\{solution-end\}", text, re.M))
+    assert starts == ends, f"{path.name}: {starts} solution-start but {ends} solution-end"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + MARKDOWN_PAGES, ids=ids)
+def test_chapters_are_referred_to_by_links(path):
+    text = ROLE.sub("", strip_fences(markdown_of(path)))
+    text = re.sub(r"\[[^\]]*\]\([^)]*\)", "", text)  # [text](link) is a link too
+    text = re.sub(r"`[^`\n]*`", "", text)  # inline code is not prose
+    bad = re.findall(r"\b[Cc]hapters? \d+\b", text)
+    assert not bad, f"{path.name}: plain-text chapter references {bad}: use {{doc}}`../part1/03_...`"
+
+
+# --- API reference ------------------------------------------------------------------------------
+
+API_PAGES = sorted((ROOT / "book" / "appendix").glob("api*.md"))
+
+
+def documented_modules() -> list[str]:
+    names = []
+    for page in API_PAGES:
+        names += re.findall(r"^\.\. automodule:: (\S+)", page.read_text(), re.M)
+    return names
+
+
+def test_every_module_of_sxor_has_its_place_in_the_api_reference():
+    import pkgutil
+
+    import sxor
+
+    modules = {"sxor"} | {
+        info.name for info in pkgutil.walk_packages(sxor.__path__, "sxor.")
+        if not info.name.split(".")[-1].startswith("_")
+    }
+    documented = documented_modules()
+    missing = sorted(modules - set(documented))
+    stale = sorted(set(documented) - modules)
+    assert not missing, f"modules missing from book/appendix/api_*.md (add an automodule): {missing}"
+    assert not stale, f"book/appendix/api_*.md documents modules that do not exist: {stale}"
+    twice = sorted({name for name in documented if documented.count(name) > 1})
+    assert not twice, f"modules documented twice: {twice}"
+
+
+# --- the website check itself (tools/check_site.py) ---------------------------------------------
+
+
+def site_check():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    import check_site
+
+    return check_site
+
+
+PAGE = """<html><head><title>{title}</title></head><body>
+<div class="bd-sidebar-primary"><nav><a href="page.html">{nav}</a></nav></div>
+<article class="bd-article">{body}</article></body></html>"""
+
+
+def problems_of(tmp_path, title="1. Plain", nav="1. Plain", body=""):
+    check_site = site_check()
+    page = tmp_path / "page.html"
+    page.write_text(PAGE.format(title=title, nav=nav, body=body))
+    (tmp_path / "fig.png").write_bytes(b"")
+    problems: list[str] = []
+    check_site.check_page(page, tmp_path, problems)
+    return problems
+
+
+def test_site_check_passes_a_clean_page(tmp_path):
+    body = ('<figure><img src="fig.png"/><figcaption><span class="caption-number">Fig. 1.1 </span>'
+            "</figcaption></figure><pre>" + "x" * 100 + "</pre>"
+            '<div class="pst-scrollable-table-container"><table></table></div>'
+            '<div class="math">\\[ y = -x_{i^*}x_{j^*} \\]</div>')
+    assert problems_of(tmp_path, body=body) == []
+
+
+def test_site_check_finds_each_kind_of_problem(tmp_path):
+    assert any("<title>" in p for p in problems_of(tmp_path, title="5. Against \\(d\\)"))
+    assert any("sidebar" in p for p in problems_of(tmp_path, nav="5. Against $d$"))
+    assert any("bibliography" in p for p in problems_of(
+        tmp_path, body='<div class="citation">Kou. Lower bound for $k$-sparse parity.</div>'))
+    assert any("numbered caption" in p for p in problems_of(tmp_path, body='<img src="fig.png"/>'))
+    assert any("longer than 100" in p for p in problems_of(tmp_path, body="<pre>" + "x" * 101 + "</pre>"))
+    assert any("table" in p for p in problems_of(tmp_path, body="<table><tr><td>1</td></tr></table>"))
+    assert any("wider than a phone" in p
+               for p in problems_of(tmp_path, body='<div style="width: 1200px">x</div>'))
+    long_equation = "\\[" + " + ".join(f"\\frac{{a_{k}}}{{b_{k}}}" for k in range(40)) + "\\]"
+    assert any("display equation" in p
+               for p in problems_of(tmp_path, body=f'<div class="math">{long_equation}</div>'))
+    assert any("broken link" in p for p in problems_of(tmp_path, body='<a href="missing.html">x</a>'))
+    import struct
+    import zlib
+
+    def png(width):  # a valid PNG header is all the check reads
+        ihdr = struct.pack(">IIBBBBB", width, 10, 8, 2, 0, 0, 0)
+        return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
+                + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr)))
+
+    captioned = ('<figure><img src="wide.png"/><figcaption><span class="caption-number">Fig. 1 </span>'
+                 "</figcaption></figure>")
+    (tmp_path / "wide.png").write_bytes(png(2000))
+    assert any("2000 px wide" in p for p in problems_of(tmp_path, body=captioned))
+    (tmp_path / "wide.png").write_bytes(png(1000))
+    assert problems_of(tmp_path, body=captioned) == []
+
+
+def test_equation_width_estimate_grows_with_the_equation():
+    tex_width_em = site_check().tex_width_em
+    short, long = r"y = -x_{i^*}x_{j^*}", r"y = -x_{i^*}x_{j^*},\qquad " * 6
+    assert 0 < tex_width_em(short) < 10 < tex_width_em(long)
+    assert tex_width_em(r"\frac{a}{b}") < tex_width_em("ab")  # stacked, not side by side
+    assert tex_width_em(r"a \\ b") == tex_width_em("a")  # the widest line counts
