@@ -272,3 +272,51 @@ def test_rank_one_collapse_is_exact_with_the_same_count(seed):
         construct(X, [np.concatenate([Y[0], frac([[9, 9, 9][:d]])])] + Y[1:], collapse="rank-one")
     with pytest.raises(ValueError, match="collapse must be one of"):
         construct(X, Y, collapse="rank-two")
+
+
+# ------------------------------------------------------------------ coordinates of any size
+
+
+def _far_dataset(B: int):
+    X = [frac([(0, 0), (B, B), (-B, B)]), frac([(B, B), (0, 1)])]
+    Y = [frac([(1, -1), (0, 0)]), frac([(3, 3)])]
+    return X, Y
+
+
+def test_certificate_is_exact_for_huge_coordinates():
+    """Coordinates ~1e80: the collapse error eps(tau) is ~1e-82, far below r* = 3/8, so the theorem
+    gives exactness; the certificate must prove it (an enclosure of width |x| 2^-200 could not)."""
+    X, Y = _far_dataset(10**80)
+    T = construct(X, Y, attention="softmax")
+    assert T.radius == Fraction(3, 8) and T.error_bound(T.tau) < mpmath.mpf(10) ** -80
+    tau_max = Fraction(T.tau_max)
+    for tau in (tau_max / 2, tau_max / 2000):
+        c = softmax_certificate(T, X, Y, tau)
+        assert c["certified"] and c["exact"] and c["hausdorff_bound"] == 0
+        assert c["deviation"] <= T.radius and float(c["deviation"]) <= 10 * c["bound"] + 1e-150
+    assert all(e == 0 for e in interpolation_errors(T, X, Y))
+
+
+def test_softmax_construct_with_coordinates_beyond_float_range():
+    """Coordinates ~1e200 give scores ~1e400: tau_max is computed without float overflow."""
+    X, Y = _far_dataset(10**200)
+    T = construct(X, Y, attention="softmax")
+    assert mpmath.isfinite(T.tau_max_mp) and T.tau_max_mp > mpmath.mpf(10) ** 390
+    assert T.tau_max == math.inf  # beyond the float range, as documented
+    assert 0 < T.tau and mpmath.mpf(T.tau.numerator) / T.tau.denominator < T.tau_max_mp
+    for tau in (T.tau, T.tau / 1000):
+        c = softmax_certificate(T, X, Y, tau)
+        assert c["certified"] and c["exact"]
+    # the float tau_max agrees with the mpmath one in range
+    S = construct(*_far_dataset(10), attention="softmax")
+    assert S.tau_max == pytest.approx(float(S.tau_max_mp), rel=1e-15) and math.isfinite(S.tau_max)
+
+
+def test_default_temperature():
+    from sxor.interp.construct import default_temperature
+
+    assert default_temperature(mpmath.inf) == 1
+    assert default_temperature(mpmath.mpf(3)) == Fraction(3, 2)
+    for t in (mpmath.mpf("1e-30"), mpmath.mpf("2.5e400")):
+        tau = default_temperature(t)
+        assert 0 < tau and abs(mpmath.mpf(tau.numerator) / tau.denominator / t - 0.5) < 1e-12

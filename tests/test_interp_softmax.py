@@ -327,3 +327,26 @@ def test_feed_forward_enclosure_affine_branch_is_sound_and_tight(seed):
             pre = [lo[i] @ U[k] + b[k] for k in range(4)]
             if all(abs(p) > Fraction(3, 1000) * 8 for p in pre):
                 assert min(images[:, r]) == out_lo[i, r] and max(images[:, r]) == out_hi[i, r]
+
+
+def test_enclosure_is_centred_on_hardmax_and_scale_free():
+    """The box is the exact hardmax output plus an enclosure of the deviation: scaling the tokens
+    by 10^100 (and tau by 10^200, so the weights are unchanged) scales the box width by 10^100,
+    not more, and the box is far narrower than the deviation itself."""
+    X = as_exact([[0, 0], [3, 1], [-2, 5], [1, 1]])
+    A, V = identity_matrix(2), identity_matrix(2)
+    tau = Fraction(7, 2)
+    widths = []
+    for scale in (1, 10**100):
+        Xs = X * scale
+        lo, hi = softmax_attention_enclosure(Xs, A, 0, V, tau * scale**2, prec=200)
+        hard = self_attention(Xs, A, 0, V, 0)
+        dev = max(max(abs(a - h), abs(b - h)) for a, b, h in zip(lo.flat, hi.flat, hard.flat))
+        width = max(b - a for a, b in zip(lo.flat, hi.flat))
+        assert dev > 0
+        assert width < dev * Fraction(1, 2**150)
+        widths.append(width)
+    assert widths[1] < widths[0] * 10**100 * 2
+    # every score ties (A = 0 rows): the box is the single exact hardmax point
+    lo, hi = softmax_attention_enclosure(X, identity_matrix(2) * 0, 0, V, tau)
+    assert (lo == hi).all() and (lo == self_attention(X, identity_matrix(2) * 0, 0, V, 0)).all()

@@ -78,21 +78,35 @@ def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]
     return boxes
 
 
+def enclosure_bits(radius: Fraction | None) -> int:
+    """Working precision of the certificate's softmax enclosure: ``ENCLOSURE_BITS``, plus
+    ``log2(1 / radius)`` when the radius is below 1, so that the enclosure's absolute error
+    (about ``e^{-2 bits}``, see :func:`sxor.interp.softmax.softmax_attention_enclosure`) stays far
+    below the radius however close the targets are."""
+    if radius is None or radius >= 1:
+        return ENCLOSURE_BITS
+    return ENCLOSURE_BITS + radius.denominator.bit_length() - radius.numerator.bit_length() + 1
+
+
 def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence, tau=None) -> dict:
     """Rigorous check of a softmax network at temperature ``tau`` (default ``T.tau``).
 
     Runs the layers exactly up to the temperature-dependent attention layer (the collapse; every
     earlier SA has ``A = 0`` or is the identity, so it is exact at every ``tau``), encloses its
-    output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`, outward
-    rounding), and pushes the boxes through every later layer in exact interval arithmetic
+    output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`: exact
+    hardmax centre plus an outward-rounded enclosure of the deviation, at :func:`enclosure_bits`
+    bits, so the boxes stay tight for coordinates of any size and targets at any distance), and pushes the boxes through every later layer in exact interval arithmetic
     (:func:`sxor.interp.softmax.feed_forward_enclosure`). Returns
 
     * ``hausdorff_bound``: a rigorous rational upper bound on ``max_j d_H(T_tau(X_j), Y_j)``
       (``Fraction(0)`` exactly when every output box is a single target point);
-    * ``exact``: ``hausdorff_bound == 0``;
+    * ``exact``: ``hausdorff_bound == 0``. ``True`` *proves* exact interpolation at ``tau``;
+      ``False`` means only "not certified" (the boxes did not shrink to the targets), **not**
+      "not exact": the bound is an upper bound;
     * ``deviation``: a rigorous upper bound on ``max_i |SA_tau(Z)_i - SA_0(Z)_i|_1`` at the collapse;
     * ``bound``: ``epsilon(tau)`` as a float; ``radius``: the collapse error the later layers absorb;
-    * ``certified``: ``deviation <= radius`` (then the theorem's argument applies);
+    * ``certified``: ``deviation <= radius`` (then the theorem's argument applies); ``False``
+      likewise means "not certified", not that the theorem fails;
     * ``hausdorff``: ``d_H`` of the rational midpoint path, per sequence (floats).
 
     Refuses a hardmax network, ``tau`` that is not an int or Fraction ``> 0`` (floats, NaN and
@@ -113,10 +127,11 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
     deviation = Fraction(0)
     if at < len(T.blocks):
         sa = T.blocks[at].sa
+        bits = enclosure_bits(T.radius)
         boxes = []
         for s in _apply_ff(T.blocks[at].ff, states):
             hard = sa(s, 0)
-            lo, hi = softmax_attention_enclosure(s, sa.A, sa.rho, sa.V, tau, ENCLOSURE_BITS)
+            lo, hi = softmax_attention_enclosure(s, sa.A, sa.rho, sa.V, tau, bits)
             for i in range(s.shape[0]):
                 dev = sum((max(abs(a - c), abs(b - c)) for a, b, c in zip(lo[i], hi[i], hard[i])), Fraction(0))
                 deviation = max(deviation, dev)

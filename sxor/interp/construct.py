@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
+import mpmath
 import numpy as np
 
 from .certificate import collapse_margins, interpolation_errors, softmax_certificate
@@ -56,7 +57,7 @@ __all__ = [
     "check_dataset", "random_dataset", "injective_direction", "hat_move", "snap_move", "construct",
     "interpolation_errors", "softmax_certificate", "block_bound", "parameter_bound",
     "separation_phase", "mean_collapse_phase", "leader_phase", "hardmax_interpolation_phase",
-    "softmax_interpolation_phase", "collapse_layer",
+    "softmax_interpolation_phase", "collapse_layer", "default_temperature",
 ]
 
 
@@ -344,11 +345,22 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
         return InterpolatingTransformer(tuple(blocks), d, "hardmax", 0, info=info)
     T = InterpolatingTransformer(tuple(blocks), d, "softmax", Fraction(1), gap, spread, radius, info)
     if tau is None:
-        tau_max = T.tau_max
-        tau = Fraction(1) if not math.isfinite(tau_max) else Fraction(tau_max / 2).limit_denominator(10**6)
-        if math.isfinite(tau_max) and not 0 < tau < tau_max:  # pragma: no cover - tiny tau_max
-            tau = Fraction(tau_max / 2)
+        tau = default_temperature(T.tau_max_mp)
     return T.at_temperature(tau)
+
+
+def default_temperature(tau_max: mpmath.mpf) -> Fraction:
+    """The temperature :func:`construct` stores when none is given: 1 when ``tau_max`` is
+    infinite, else a rational near ``tau_max / 2`` (denominator ``<= 10^6`` when that stays in
+    ``(0, tau_max)``, the exact binary value of ``tau_max / 2`` otherwise). Works in ``mpmath``,
+    so a ``tau_max`` far outside the float range (coordinates ~1e200 give scores ~1e400) is fine."""
+    if not mpmath.isfinite(tau_max):
+        return Fraction(1)
+    half = tau_max / 2
+    man, exp = mpmath.mpf(half).man_exp
+    exact = Fraction(int(man)) * Fraction(2) ** int(exp)
+    tau = exact.limit_denominator(10**6)
+    return tau if 0 < tau and mpmath.mpf(tau.numerator) / tau.denominator < tau_max else exact
 
 
 def block_bound(m: Sequence[int], attention: str = "hardmax") -> int:

@@ -30,7 +30,9 @@ from .softmax import softmax_attention_enclosure
 
 ATTENTIONS = ("hardmax", "softmax")
 
-#: Working precision (bits) of the interval softmax used on exact input.
+#: Working precision (bits) of the interval softmax used on exact input. The enclosure is centred
+#: on the exact hardmax output and encloses only the deviation from it, so its width is about
+#: ``2^-ENCLOSURE_BITS`` times the deviation, whatever the size of the coordinates.
 ENCLOSURE_BITS = 200
 
 
@@ -134,7 +136,8 @@ class SALayer:
         softmax weights equal its hardmax weights, ``1/n``, exactly). Softmax on exact input has
         irrational outputs: it returns the midpoint of the rigorous rational enclosure of
         :func:`sxor.interp.softmax.softmax_attention_enclosure` at ``ENCLOSURE_BITS`` bits (a
-        rational point within about ``n 2^-ENCLOSURE_BITS`` of the true output)."""
+        rational point within about ``2^-ENCLOSURE_BITS`` times the softmax-hardmax deviation of
+        the true output, plus ``e^{-2 ENCLOSURE_BITS}``)."""
         if self.is_identity:
             return X
         if self.scores_constant:
@@ -229,16 +232,28 @@ class InterpolatingTransformer:
         return counts
 
     @property
+    def tau_max_mp(self) -> mpmath.mpf:
+        """:attr:`tau_max` as an ``mpmath.mpf`` (53-bit mantissa, unbounded exponent): computed
+        from the exact ``gap``, ``spread`` and ``radius`` without converting them to float, so it
+        neither overflows nor underflows whatever the size of the coordinates."""
+        if self.attention != "softmax":
+            return mpmath.mpf(0)
+        if self.gap is None:
+            return mpmath.inf
+        ratio = self.spread / self.radius
+        if ratio <= 1:
+            return mpmath.inf
+        gap = mpmath.mpf(self.gap.numerator) / self.gap.denominator
+        return gap / mpmath.log(mpmath.mpf(ratio.numerator) / ratio.denominator)
+
+    @property
     def tau_max(self) -> float:
         """The largest temperature of the softmax guarantee: ``gap / log(spread / radius)``, so that
         ``epsilon(tau) < radius`` for ``0 < tau < tau_max``; ``inf`` when ``spread <= radius`` or
-        when no layer depends on the temperature. Hardmax transformers return 0."""
-        if self.attention != "softmax":
-            return 0.0
-        if self.gap is None:
-            return math.inf
-        ratio = self.spread / self.radius
-        return math.inf if ratio <= 1 else float(self.gap) / math.log(float(ratio))
+        when no layer depends on the temperature. Hardmax transformers return 0. A float: a value
+        beyond the float range reads ``inf`` (and one below it ``0.0``); :attr:`tau_max_mp` holds
+        it exactly in range, and :func:`sxor.interp.construct.construct` uses that one."""
+        return float(self.tau_max_mp)
 
     def error_bound(self, tau) -> mpmath.mpf:
         """``epsilon(tau) = spread * exp(-gap / tau)``: the collapse error at ``0 < tau`` (0 for a

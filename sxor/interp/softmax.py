@@ -275,15 +275,25 @@ def softmax_attention_enclosure(
     """Rigorous bounds ``lo <= SA_tau(X) <= hi`` (entrywise, exact Fractions) on the softmax
     self-attention of one exact sequence ``X [n, d]``, for rational ``tau > 0``.
 
-    The scores are exact; ``pi_il = 1 / sum_k exp((s_ik - s_il) / tau)`` and the sums are
-    evaluated in ``mpmath.iv`` interval arithmetic at ``prec`` bits (outward rounding), so the
-    true output lies in the box. Its width is about ``n 2^-prec`` times the token size.
+    **Deviation form.** With ``C_i`` the hardmax argmax set of query ``i`` and ``m_i`` the mean of
+    its tokens (exact), ``sum_l pi_il x_l = m_i + sum_{l not in C_i} pi_il (x_l - m_i)``, because
+    the weights on ``C_i`` are equal and ``sum_{l in C_i} (x_l - m_i) = 0``. So
 
-    The work is bounded for every ``tau > 0``: an exponent below ``-M`` (``M = 2 prec``) is
-    enclosed by ``[0, e^-M]`` and a weight whose normaliser has an exponent above ``M`` by
-    ``[0, e^-M]`` (both rigorous, since ``exp`` is increasing), so no huge exponential is ever
-    evaluated. Refuses ``tau <= 0``, floats anywhere (see :mod:`sxor.interp.exact`), ``X`` that is
-    not ``[n, d]`` and ``V`` that is not ``[d, d]``.
+    ``SA_tau(X)_i = [rho x_i + V m_i] + V sum_{l not in C_i} pi_il (x_l - m_i)``:
+
+    the first term (the hardmax output) is computed exactly, and only the small deviation is
+    enclosed, in ``mpmath.iv`` interval arithmetic at ``prec`` bits with outward rounding. The box
+    is therefore centred on an exact point and its width is about ``2^-prec`` times the size of
+    the *deviation* (not of the tokens): it does not grow with the coordinates, so a box is tight
+    for coordinates of any size.
+
+    The weights ``pi_il = 1 / sum_k exp((s_ik - s_il) / tau)`` are enclosed without evaluating any
+    huge exponential: a term with exponent below ``-M`` is enclosed by ``[0, e^-M]``, and a weight
+    whose normaliser has an exponent above ``M`` by ``[0, e^-M]`` (both rigorous, since ``exp``
+    is increasing), with ``M = 2 prec + log2(1 + max_l |x_l - m_i|_1 |V|)`` (rounded up) so that a clamped weight
+    moves the output by at most about ``e^{-2 prec}``. The work is bounded for every ``tau > 0``.
+    Refuses ``tau <= 0``, floats anywhere (see :mod:`sxor.interp.exact`), ``X`` that is not
+    ``[n, d]`` and ``V`` that is not ``[d, d]``.
     """
     X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
     rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
@@ -295,27 +305,42 @@ def softmax_attention_enclosure(
         raise ValueError(f"V must have shape {(X.shape[1],) * 2}, got {V.shape}")
     S = attention_scores(X, A)
     n, d = X.shape
+    zero = Fraction(0)
+    v_norm = max((sum((abs(a) for a in row), zero) for row in V), default=zero)  # |V| (l_inf -> l_inf)
     lo, hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
     saved, mpmath.iv.prec = mpmath.iv.prec, int(prec)
     try:
-        Xi = [[_to_interval(x) for x in row] for row in X]
         Vi = [[_to_interval(x) for x in row] for row in V]
-        M = 2 * int(prec)
-        tiny = mpmath.iv.mpf([0, mpmath.iv.exp(-M).b])  # [0, e^-M], rigorous
-
-        def weight(i: int, l: int):
-            exponents = [(S[i, k] - S[i, l]) / tau for k in range(n)]
-            if max(exponents) > M:  # pi_il <= 1 / e^M
-                return tiny
-            terms = [mpmath.iv.exp(_to_interval(z)) if z >= -M else tiny for z in exponents]
-            return 1 / sum(terms)
-
         for i in range(n):
-            pi = [weight(i, l) for l in range(n)]
-            mean = [sum(pi[l] * Xi[l][c] for l in range(n)) for c in range(d)]
+            top = max(S[i])
+            C = [l for l in range(n) if S[i, l] == top]
+            m = [sum((X[l, c] for l in C), zero) / len(C) for c in range(d)]
+            centre = [rho * X[i, r] + sum((V[r, c] * m[c] for c in range(d)), zero) for r in range(d)]
+            outside = [l for l in range(n) if S[i, l] != top]
+            if not outside:  # every score ties: softmax equals hardmax
+                for r in range(d):
+                    lo[i, r] = hi[i, r] = centre[r]
+                continue
+            diffs = {l: [X[l, c] - m[c] for c in range(d)] for l in outside}
+            size = 1 + v_norm * max(sum((abs(a) for a in diffs[l]), zero) for l in outside)
+            M = 2 * int(prec) + max(0, size.numerator.bit_length() - size.denominator.bit_length() + 1)  # >= ln(size)
+            tiny = mpmath.iv.mpf([0, mpmath.iv.exp(-M).b])  # [0, e^-M], rigorous
+
+            def weight(l: int):
+                exponents = [(S[i, k] - S[i, l]) / tau for k in range(n)]
+                if max(exponents) > M:  # pi_il <= 1 / e^M
+                    return tiny
+                terms = [mpmath.iv.exp(_to_interval(z)) if z >= -M else tiny for z in exponents]
+                return 1 / sum(terms)
+
+            dev = [mpmath.iv.mpf(0)] * d
+            for l in outside:
+                w = weight(l)
+                dev = [dev[c] + w * _to_interval(diffs[l][c]) for c in range(d)]
             for r in range(d):
-                y = _to_interval(rho) * Xi[i][r] + sum(Vi[r][c] * mean[c] for c in range(d))
-                lo[i, r], hi[i, r] = _interval_ends(y)
+                shift = sum((Vi[r][c] * dev[c] for c in range(d)), mpmath.iv.mpf(0))
+                a, b = _interval_ends(shift)
+                lo[i, r], hi[i, r] = centre[r] + a, centre[r] + b
     finally:
         mpmath.iv.prec = saved
     return lo, hi
