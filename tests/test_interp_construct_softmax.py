@@ -320,3 +320,44 @@ def test_default_temperature():
     for t in (mpmath.mpf("1e-30"), mpmath.mpf("2.5e400")):
         tau = default_temperature(t)
         assert 0 < tau and abs(mpmath.mpf(tau.numerator) / tau.denominator / t - 0.5) < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_softmax_parameter_bound(seed):
+    from sxor.interp.construct import parameter_bound
+
+    X, Y, m = random_case(seed)
+    d = X[0].shape[1]
+    S, H = construct(X, Y, attention="softmax"), construct(X, Y)
+    assert S.num_parameters <= parameter_bound(m, d, "softmax") == parameter_bound(m, d) + 10 * d + 8
+    assert H.num_parameters <= parameter_bound(m, d)
+    assert all(b.num_parameters <= 10 * d + 8 for b in S.blocks)
+    with pytest.raises(ValueError, match="attention"):
+        parameter_bound(m, d, "linear")
+
+
+def test_parameter_sizes_and_equal_L_different_P():
+    from sxor.interp.dataset import equal_means_dataset
+
+    X, Y = random_dataset(4, 2, [1, 2, 1, 2], 2, seed=2)
+    T = construct(X, Y)
+    params = T.parameters()
+    assert len(params) == T.num_parameters and all(type(p) is Fraction for p in params)
+    big, bits = T.parameter_sizes()
+    assert big == max(abs(p) for p in params) and big > 0
+    assert bits == max(max(p.numerator.bit_length(), p.denominator.bit_length()) for p in params)
+    # same L, different P: a separation block holding a hat (3(2d+1)+1) or an identity FF (1)
+    Te = construct(*equal_means_dataset(2, 2, m=2))
+    Tr = construct(*random_dataset(2, 3, [2, 2], 2, seed=0))
+    assert Te.num_blocks == Tr.num_blocks
+    assert Te.num_parameters - Tr.num_parameters == 3 * (2 * 2 + 1) + 1 - 1
+
+
+def test_certificate_box_width():
+    X, Y = random_dataset(3, 4, [1, 2, 2], 2, seed=4)
+    T = construct(X, Y, attention="softmax")
+    c = softmax_certificate(T, X, Y)
+    assert c["exact"] and c["box_width"] == 0  # every output box is a single target point
+    far = softmax_certificate(T, X, Y, Fraction(T.tau_max) * 200)
+    assert not far["exact"] and 0 < far["box_width"] < Fraction(1, 10**40)  # tight boxes
+    assert abs(max(far["hausdorff"]) - float(far["hausdorff_bound"])) < 1e-30 + 1e-9 * float(far["hausdorff_bound"])

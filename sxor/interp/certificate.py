@@ -107,7 +107,10 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
     * ``bound``: ``epsilon(tau)`` as a float; ``radius``: the collapse error the later layers absorb;
     * ``certified``: ``deviation <= radius`` (then the theorem's argument applies); ``False``
       likewise means "not certified", not that the theorem fails;
-    * ``hausdorff``: ``d_H`` of the rational midpoint path, per sequence (floats).
+    * ``hausdorff``: ``d_H`` of the rational midpoint path, per sequence (floats);
+    * ``box_width``: the largest l1 width of an output box (exact). The true output lies in its
+      box, so when ``box_width`` is small the midpoint ``hausdorff`` is the true distance to
+      within ``box_width``: a tight box turns "not certified" into evidence of real inexactness.
 
     Refuses a hardmax network, ``tau`` that is not an int or Fraction ``> 0`` (floats, NaN and
     inf included), datasets :func:`check_dataset` refuses, and a network with two
@@ -140,6 +143,8 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
     if boxes is None:
         boxes = [(fractions(s), fractions(s)) for s in states]
     bound_sq = max(box_hausdorff_squared(lo, hi, y) for (lo, hi), y in zip(boxes, Y))
+    box_width = max((sum((b - a for a, b in zip(lo[i], hi[i])), Fraction(0)) for lo, hi in boxes
+                     for i in range(lo.shape[0])), default=Fraction(0))
     hausdorff_bound = sqrt_upper(bound_sq)
     midpoints = [hausdorff_squared((lo + hi) / 2, y) for (lo, hi), y in zip(boxes, Y)]
     radius = T.radius
@@ -152,4 +157,5 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
         "radius": radius,
         "certified": radius is None or deviation <= radius,
         "hausdorff": [float(mpmath.sqrt(mpmath.mpf(h.numerator) / h.denominator)) for h in midpoints],
+        "box_width": box_width,
     }

@@ -364,14 +364,19 @@ def default_temperature(tau_max: mpmath.mpf) -> Fraction:
 
 
 def block_bound(m: Sequence[int], attention: str = "hardmax") -> int:
-    """The paper's block counts: ``2 sum m_j + 2N + 1`` (hardmax), ``2 sum m_j + 3N`` (softmax)."""
+    """The paper's block counts as reported in summaries of the paper (not checked against its
+    text): ``2 sum m_j + 2N + 1`` (hardmax), ``2 sum m_j + 3N`` (softmax)."""
     if attention not in ATTENTIONS:
         raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
     N = len(m)
     return 2 * sum(m) + (2 * N + 1 if attention == "hardmax" else 3 * N)
 
 
-def parameter_bound(m: Sequence[int], d: int) -> int:
-    """This construction's hardmax parameter bound ``(2 sum m_j + N - 1)(10 d + 8)``, which is at most
-    ``(30 d + 24) sum m_j``."""
-    return (2 * sum(m) + len(m) - 1) * (10 * d + 8)
+def parameter_bound(m: Sequence[int], d: int, attention: str = "hardmax") -> int:
+    """This construction's parameter bound: ``(2 sum m_j + N - 1)(10 d + 8)`` for hardmax (at most
+    ``(30 d + 24) sum m_j``) and ``(2 sum m_j + N)(10 d + 8)`` for softmax (one block more, the
+    projection). Every block costs at most ``10 d + 8`` stored numbers: an FF of width ``<= 4``,
+    ``4 (2d + 1) + 1``, and an SA, ``2d + 3``."""
+    if attention not in ATTENTIONS:
+        raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
+    return (2 * sum(m) + len(m) - (1 if attention == "hardmax" else 0)) * (10 * d + 8)

@@ -220,6 +220,24 @@ class InterpolatingTransformer:
         """The same network with dense heads (full ``Q, K, V``) in every attention layer."""
         return sum(block.dense_parameters for block in self.blocks)
 
+    def parameters(self) -> list[Fraction]:
+        """Every stored (structured) parameter, in block order, as Fractions."""
+        out: list[Fraction] = []
+        for block in self.blocks:
+            ff, sa = block.ff, block.sa
+            out += [ff.eta, *ff.U.flat, *ff.b.flat, *ff.W.flat]
+            out += [sa.rho, sa.alpha, sa.beta, *sa.q.flat, *sa.k.flat]
+        return [Fraction(p) for p in out]
+
+    def parameter_sizes(self) -> tuple[Fraction, int]:
+        """``(max |parameter|, max bit length)``: the largest absolute value of a stored parameter and
+        the largest bit length of a numerator or denominator among them (the size of the numbers,
+        which grows as hats get steeper: a hat's slopes are ``1/gap``)."""
+        params = self.parameters()
+        big = max((abs(p) for p in params), default=Fraction(0))
+        bits = max((max(p.numerator.bit_length(), p.denominator.bit_length()) for p in params), default=0)
+        return big, bits
+
     @property
     def max_width(self) -> int:
         return max((block.ff.width for block in self.blocks), default=0)
