@@ -29,7 +29,7 @@ FFNN_DTYPE = torch.float32
 RELIABILITY = 0.9
 
 SIZES = {
-    "ci": {"d": [8], "widths": [5, 6, 7, 8], "restarts": 10, "max_steps": 2000},
+    "ci": {"d": [8], "widths": [6, 7, 8], "restarts": 10, "max_steps": 2000},
     "full": {"d": [8, 16, 32, 64, 128], "widths": [1, 2, 3, 4, 5, 6, 7, 8], "restarts": 10, "max_steps": 20000},
 }
 
