@@ -57,23 +57,27 @@ def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, f
 
 def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper-Pearson) ``level`` interval for a success probability from ``successes`` of ``n``,
-    by bisection on the binomial tail (no SciPy)."""
-    if not 0 <= successes <= n or n < 1:
-        raise ValueError(f"need 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    by bisection on the binomial tails (computed in log space, no SciPy)."""
+    if isinstance(successes, bool) or not 0 <= successes <= n or n < 1 or int(successes) != successes:
+        raise ValueError(f"need integers 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
     alpha = (1 - level) / 2
+    k = torch.arange(n + 1, dtype=torch.float64)
+    log_choose = torch.lgamma(torch.tensor(n + 1.0, dtype=torch.float64)) - torch.lgamma(k + 1) - torch.lgamma(n - k + 1)
 
-    def tail_ge(p: float) -> float:  # P(X >= successes)
-        return sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(successes, n + 1))
+    def pmf(p: float) -> torch.Tensor:
+        return torch.exp(log_choose + k * math.log(p) + (n - k) * math.log1p(-p))
 
-    def bisect(f, lo=0.0, hi=1.0):
+    def bisect(too_low) -> float:  # too_low(p) is True below the root and False above it
+        lo, hi = 0.0, 1.0
         for _ in range(60):
             mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if f(mid) else (lo, mid)
+            lo, hi = (mid, hi) if too_low(mid) else (lo, mid)
         return (lo + hi) / 2
 
-    lower = 0.0 if successes == 0 else bisect(lambda p: tail_ge(p) < alpha)
-    upper = 1.0 if successes == n else bisect(lambda p: 1 - tail_ge(p) + math.comb(n, successes) * p**successes
-                                              * (1 - p) ** (n - successes) > alpha)
+    lower = 0.0 if successes == 0 else bisect(lambda p: float(pmf(p)[successes:].sum()) < alpha)
+    upper = 1.0 if successes == n else bisect(lambda p: float(pmf(p)[: successes + 1].sum()) > alpha)
     return lower, upper
 
 
