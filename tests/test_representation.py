@@ -97,3 +97,19 @@ def test_wendel():
     assert wendel(63, 24) == pytest.approx(sum(math.comb(62, k) for k in range(24)) / 2**62)
     with pytest.raises(ValueError):
         wendel(0, 3)
+
+
+def test_floor_plot_draws_every_kind_and_cell():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from sxor.experiments.why_softmax import FLOOR_SIZES, plot_floor
+
+    assert all(m <= d for d, m in FLOOR_SIZES["full"]["cells"]) and (16, 16) in FLOOR_SIZES["full"]["cells"]
+    records = [{"d": d, "m": m, "kind": kind, "best_loss": [0.0, 0.4]}
+               for d, m in [(16, 16), (64, 24)] for kind in ["softmax", "erf"]]
+    fig = plot_floor({"params": {"cells": [[16, 16], [64, 24]], "kinds": ["softmax", "erf"]}, "records": records})
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log" and len(ax.get_xticklabels()) == 2
+    assert len(ax.get_lines()) == 4 + 2  # one set of dots per (kind, cell), plus the two reference lines
+    matplotlib.pyplot.close(fig)
