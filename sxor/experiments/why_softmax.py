@@ -135,7 +135,7 @@ def plot_variants(results: dict):
     return fig
 
 
-#: Cells ``(d, m)`` of the best-loss experiment: ``m = d`` is the control where the representation
+#: Cells ``(d, m)`` of the best-loss experiment; ``m = d`` is the control where the representation
 #: argument predicts that linear and erf attention can reach loss 0; ``m < d`` are the chapter's sizes.
 FLOOR_SIZES = {
     "ci": {"cells": [(16, 16), (64, 24)], "instances": 1, "kinds": ["linear", "erf"], "max_iter": 100,

@@ -20,12 +20,12 @@ from ..xor.ffnn import parameter_count, smallest_reliable_width, train_ffnn, wid
 from . import register, size_config
 from .one_step import m95_by_d
 
-#: Hyper-parameters of every FFNN run: Adam, a fresh batch of 256 per step, a validation check
-#: every 25 steps, single precision (the loop's cost is its matrix products).
+#: Hyper-parameters of every FFNN run (Adam, a fresh batch of 256 per step, a validation check
+#: every 25 steps, single precision since the loop's cost is its matrix products).
 FFNN_TRAINING = {"batch": 256, "lr": 1e-2, "target": 0.01, "eval_every": 25, "n_val": 2048, "n_test": 8192}
 #: Floating-point type of the FFNN runs.
 FFNN_DTYPE = torch.float32
-#: The reliability at which the two models are compared: success in at least 90% of restarts/draws.
+#: The reliability at which the two models are compared, success in at least 90% of restarts or draws.
 RELIABILITY = 0.9
 
 SIZES = {

@@ -11,7 +11,7 @@ side by side, one batched matrix product per layer, a hand-written backward pass
 (a fresh batch from :func:`sxor.xor.data.sample_sparse_xor`'s distribution at every step) on the
 transformer's loss ``1/2 (f(x) - y)^2``, and evaluates them on fresh test samples.
 :func:`width_records` turns its outcome into per-width success rates and sample counts, and
-:func:`width1_loss_floor` is the population loss that no width-1 network can beat.
+:data:`WIDTH1_LOSS_FLOOR` is the population loss that no width-1 network can beat.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 from .checks import check_dims, check_support, check_tensor
 from .data import sparse_xor_labels
 
-#: Adam's constants (PyTorch's defaults): ``beta1, beta2, eps``.
+#: Adam's constants ``beta1, beta2, eps``, PyTorch's defaults.
 ADAM = (0.9, 0.999, 1e-8)
 #: The loss no width-1 network can go below, at any ``d`` (the chapter's proposition).
 WIDTH1_LOSS_FLOOR = 1 / 3
@@ -130,7 +130,7 @@ class WidthRuns(NamedTuple):
     steps: torch.Tensor  #: first validation check below ``target``, ``-1`` if none within the budget, ``[W, R]``
     test_loss: torch.Tensor  #: loss of the returned parameters on fresh test samples, ``[W, R]``
     test_loss_se: torch.Tensor  #: its standard error, ``[W, R]``
-    params: list[FFNNParams]  #: per width: the parameters when ``target`` was reached, else the final ones
+    params: list[FFNNParams]  #: for each width, the parameters when ``target`` was reached, else the final ones
 
     @property
     def success(self) -> torch.Tensor:

@@ -25,7 +25,7 @@ import torch
 from .checks import check_embeddings, check_support
 from .population import population_grad_unchecked, population_loss
 
-#: Erf attention, if ``0`` is in the convex hull of ``{v_j : j != a, b}``: ``L >= (1/2)(121/225)^2``.
+#: Erf attention has ``L >= (1/2)(121/225)^2`` if ``0`` is in the convex hull of ``{v_j : j != a, b}``.
 ERF_LOSS_FLOOR = 0.5 * (121 / 225) ** 2
 #: The start families of :func:`starts`, in order.
 START_NAMES = ("antisymmetric", "random", "aimed c=1", "aimed c=4", "aimed c=16", "least squares")
