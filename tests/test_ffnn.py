@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 import torch
@@ -15,8 +16,11 @@ from sxor.xor.ffnn import (
     ffnn_loss,
     init_ffnn,
     parameter_count,
-    smallest_width,
+    WIDTH1_LOSS_FLOOR,
+    smallest_reliable_width,
     train_ffnn,
+    width1_loss_floor_network,
+    width_records,
 )
 
 
@@ -58,68 +62,117 @@ def test_exact_network_computes_sparse_xor_on_the_whole_cube(d, support):
 
 def test_training_reaches_the_target_and_reports_consistent_counts():
     threads = torch.get_num_threads()
-    out = train_ffnn(6, 4, (1, 4), restarts=3, max_steps=400, seed=0)
+    runs = train_ffnn(6, [1, 4], (1, 4), restarts=3, max_steps=400, seed=0)
     assert torch.get_num_threads() == threads  # the single-threaded loop restores the setting
-    assert out.test_loss.shape == (3,)
-    ok = out.test_loss < 0.01
-    assert ok.any()
-    assert bool(((out.steps > 0) | (out.steps == -1)).all())
-    assert torch.equal(out.samples[out.steps > 0], 256 * out.steps[out.steps > 0])
-    # the reported test loss is the trained network's loss on fresh samples: recompute it on others
+    assert runs.test_loss.shape == runs.steps.shape == (2, 3)
+    assert not runs.success[0].any()  # width 1 cannot go below 1/3
+    assert bool((runs.test_loss[0] > WIDTH1_LOSS_FLOOR - 0.02).all())
+    assert runs.success[1].any()
+    assert bool(((runs.steps > 0) | (runs.steps == -1)).all())
+    assert torch.equal(runs.samples[runs.steps > 0], 256 * runs.steps[runs.steps > 0])
+    # the reported test loss is the kept network's loss on fresh samples: recompute it on others
     x, y = sxor.sample_sparse_xor(20000, 6, (1, 4), generator=torch.Generator().manual_seed(99))
-    fresh, se = ffnn_loss(x, y, out.params)
-    assert bool((torch.abs(fresh - out.test_loss) < 5 * (se + out.test_loss_se) + 1e-9).all())
+    for k in range(2):
+        fresh, se = ffnn_loss(x, y, runs.params[k])
+        assert bool((torch.abs(fresh - runs.test_loss[k]) < 5 * (se + runs.test_loss_se[k]) + 1e-9).all())
 
 
-def test_width_one_cannot_learn_but_the_search_finds_a_wider_network():
-    records = smallest_width(6, [1, 4], (0, 5), restarts=3, max_steps=300, seed=3)
-    assert [r["width"] for r in records] == [1, 4]
-    assert records[0]["successes"] == 0 and records[0]["steps"] is None
-    assert records[0]["best_test_loss"] > 0.1
-    assert records[1]["successes"] >= 1 and records[1]["test_loss"] < 0.01
-    assert records[1]["parameters"] == parameter_count(6, 4)
+def test_a_width_does_not_depend_on_the_widths_beside_it():
+    alone = train_ffnn(5, 3, (0, 4), restarts=2, max_steps=100, seed=4)
+    together = train_ffnn(5, [2, 3, 1], (0, 4), restarts=2, max_steps=100, seed=4)
+    torch.testing.assert_close(alone.test_loss[0], together.test_loss[1], rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(alone.params[0].W, together.params[1].W, rtol=1e-12, atol=1e-14)
+    assert torch.equal(alone.steps[0], together.steps[1])
 
 
-def test_bad_input_raises():
-    with pytest.raises(ValueError, match="width"):
-        init_ffnn(5, 0)
-    with pytest.raises(ValueError, match="d must be"):
-        parameter_count(1, 3)
-    with pytest.raises(ValueError, match="last dimension"):
-        ffnn_forward(torch.ones(3, 4), init_ffnn(5, 2))
-    with pytest.raises(ValueError, match="optimizer"):
-        train_ffnn(5, 2, (0, 1), optimizer="lbfgs")
-    with pytest.raises(ValueError, match="i\\* != j\\*"):
-        train_ffnn(5, 2, (1, 1))
-    with pytest.raises(ValueError, match="increasing"):
-        smallest_width(5, [2, 1], (0, 1))
-    assert isinstance(exact_xor_network(4, (0, 1)), FFNNParams)
+def test_hand_written_step_is_autograd_plus_torch_adam():
+    """The batched loop's backward pass and Adam equal autograd and torch.optim.Adam on the same batches."""
+    d, w, R, T = 7, 3, 2, 5
+    runs = train_ffnn(d, w, (2, 6), restarts=R, max_steps=T, eval_every=1000, seed=11)
+    init = init_ffnn(d, w, restarts=R, generator=torch.Generator().manual_seed(1_000_003 * 11 + w))
+    leaves = [p.clone().requires_grad_(True) for p in init]
+    opt = torch.optim.Adam(leaves, lr=1e-2)
+    gen = torch.Generator().manual_seed(11)
+    for _ in range(T):
+        x = torch.randint(0, 2, (R, 256, d), generator=gen).double().mul_(-2).add_(1)
+        y = sxor.sparse_xor_labels(x, torch.tensor([2, 6]))
+        loss, _ = ffnn_loss(x, y, FFNNParams(*leaves))
+        opt.zero_grad()
+        loss.sum().backward()
+        opt.step()
+    for mine, ref in zip(runs.params[0], leaves):
+        torch.testing.assert_close(mine, ref.detach(), rtol=1e-10, atol=1e-12)
+
+
+def test_width_one_floor_is_attained_and_not_beaten():
+    for d, support in [(4, (0, 3)), (7, (5, 2))]:
+        x = sxor.all_inputs(d)
+        y = sxor.sparse_xor_labels(x, torch.tensor(support))
+        loss, _ = ffnn_loss(x, y, width1_loss_floor_network(d, support))
+        assert abs(float(loss) - WIDTH1_LOSS_FLOOR) < 1e-14
+    # random width-1 networks on the whole cube never go below 1/3
+    gen = torch.Generator().manual_seed(0)
+    x = sxor.all_inputs(5)
+    y = sxor.sparse_xor_labels(x, torch.tensor([1, 3]))
+    params = FFNNParams(torch.randn(4000, 1, 5, generator=gen, dtype=torch.float64),
+                        torch.randn(4000, 1, generator=gen, dtype=torch.float64),
+                        3 * torch.randn(4000, 1, generator=gen, dtype=torch.float64),
+                        torch.randn(4000, generator=gen, dtype=torch.float64))
+    loss, _ = ffnn_loss(x, y, params)
+    assert float(loss.min()) >= WIDTH1_LOSS_FLOOR - 1e-12
+
+
+def test_width_records_and_reliability_on_a_small_run():
+    runs = train_ffnn(6, [1, 3], (0, 5), restarts=4, max_steps=300, seed=3)
+    records = width_records(runs)
+    assert [r["width"] for r in records] == [1, 3]
+    assert records[0]["successes"] == 0 and records[0]["median_samples"] is None
+    assert records[0]["steps"] == [-1] * 4 and records[0]["samples_per_success"] is None
+    r = records[1]
+    assert r["parameters"] == parameter_count(6, 3) and r["restarts"] == 4
+    ok = [s for s in r["steps"] if s > 0]
+    assert len(ok) == r["successes"] >= 1
+    assert r["median_samples"] == pytest.approx(256 * statistics.median(ok))
+    spent = sum(s if s > 0 else 300 for s in r["steps"]) * 256
+    assert r["samples_per_success"] == pytest.approx(spent / r["successes"])
+    synthetic = [dict(d=8, width=1, successes=0, restarts=10), dict(d=8, width=2, successes=3, restarts=10),
+                 dict(d=8, width=3, successes=9, restarts=10), dict(d=8, width=4, successes=10, restarts=10)]
+    assert smallest_reliable_width(synthetic, 0.9)[8]["width"] == 3
+    assert smallest_reliable_width(synthetic, 0.1)[8]["width"] == 2
+    assert smallest_reliable_width(synthetic, 1.0)[8]["width"] == 4
+    assert 16 not in smallest_reliable_width(synthetic, 0.5)
 
 
 def test_experiment_helpers_on_synthetic_records():
     from sxor.experiments import why_transformer as exp
 
-    records = [
-        {"model": "transformer", "d": 8, "m": 4, "seeds": 100, "successes": 40},
-        {"model": "transformer", "d": 8, "m": 8, "seeds": 100, "successes": 60},
-        {"model": "transformer", "d": 8, "m": 16, "seeds": 100, "successes": 80},
-        {"model": "ffnn", "d": 8, "width": 1, "parameters": 11, "steps": None},
-        {"model": "ffnn", "d": 8, "width": 2, "parameters": 21, "steps": 100, "samples": 25600},
-    ]
-    assert exp.transformer_smallest_m(records, 0.5)[8] == pytest.approx(6.0)  # halfway from 4 to 8
-    assert math.isnan(exp.transformer_smallest_m(records, 0.95)[8])
-    assert exp.ffnn_smallest(records)[8]["width"] == 2
-    fig = exp.plot_parameters({"records": records})
+    grid = {"records": [
+        {"d": 64, "m": 4, "seeds": 100, "success": 40},
+        {"d": 64, "m": 8, "seeds": 100, "success": 80},
+        {"d": 64, "m": 16, "seeds": 100, "success": 95},
+        {"d": 128, "m": 4, "seeds": 100, "success": 10},
+        {"d": 128, "m": 8, "seeds": 100, "success": 50},
+        {"d": 128, "m": 16, "seeds": 100, "success": 85},
+    ]}
+    m = exp.transformer_smallest_m(grid, 0.9)
+    assert m[64] == pytest.approx(8 + 8 * (0.9 - 0.8) / (0.95 - 0.8)) and math.isnan(m[128])
+    records = [{"d": 8, "width": w, "parameters": parameter_count(8, w), "restarts": 10, "successes": s}
+               for w, s in [(1, 0), (2, 4), (3, 9), (4, 10)]]
+    assert exp.smallest_parameters(records, 0.9) == {8: parameter_count(8, 3)}
+    assert exp.smallest_parameters(records, 1e-9) == {8: parameter_count(8, 2)}
+    ds, widths, rates = exp.rate_table(records)
+    assert ds == [8] and widths == [1, 2, 3, 4] and rates[:, 0].tolist() == [0.0, 0.4, 0.9, 1.0]
+    fig = exp.plot_parameters({"records": records}, grid)
     assert fig.axes[0].get_xscale() == "log" and fig.axes[0].get_xlabel() == "input length d"
+    assert exp.plot_rates({"records": records}).axes[0].get_ylabel() == "hidden width w"
 
 
-def test_transformer_success_counts_match_a_direct_computation():
-    from sxor.experiments import why_transformer as exp
-    from sxor.xor.metrics import success
-    from sxor.xor.sweeps import random_instances
+def test_clopper_pearson_interval():
+    from sxor.experiments.why_transformer import clopper_pearson
 
-    (rec,) = exp.transformer_success(16, [6], 30)
-    inst = random_instances(30, 16, 6, seed=0)
-    out = sxor.one_step(inst.V, inst.theta0, inst.support, rec["eta"])
-    direct = int(success(out.loss, out.attention, out.attention_tilde, inst.support).sum())
-    assert rec["successes"] == direct and rec["parameters"] == 12
+    lo, hi = clopper_pearson(9, 10)
+    assert lo == pytest.approx(0.5550, abs=1e-4) and hi == pytest.approx(0.9975, abs=1e-4)
+    assert clopper_pearson(0, 10)[0] == 0.0 and clopper_pearson(10, 10)[1] == 1.0
+    assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** 0.1, abs=1e-9)
+    with pytest.raises(ValueError):
+        clopper_pearson(11, 10)

@@ -133,3 +133,67 @@ def plot_variants(results: dict):
     fig.suptitle(f"Attention variants, m={results['params']['m']}, {results['params']['seeds']} seeds")
     fig.tight_layout()
     return fig
+
+
+#: Cells ``(d, m)`` of the best-loss experiment; ``m = d`` is the control where the representation
+#: argument predicts that linear and erf attention can reach loss 0; ``m < d`` are the chapter's sizes.
+FLOOR_SIZES = {
+    "ci": {"cells": [(16, 16), (64, 24)], "instances": 1, "kinds": ["linear", "erf"], "max_iter": 100,
+           "starts": ["antisymmetric", "least squares"]},
+    "full": {"cells": [(16, 16), (16, 6), (64, 24), (128, 24)], "instances": 6, "kinds": KINDS, "max_iter": 200,
+             "starts": ["antisymmetric", "random", "aimed c=1", "aimed c=4", "aimed c=16", "least squares"]},
+}
+
+
+@register("why-softmax-floor", "best population loss reachable (L-BFGS from several starts) per attention kind",
+          plot=lambda r: plot_floor(r))
+def run_floor(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    from ..xor.representation import best_losses, erf_floor_probability, linear_loss_floor
+
+    cfg = size_config(size, FLOOR_SIZES)
+    records = []
+    for d, m in cfg["cells"]:
+        inst = random_instances(cfg["instances"], d, m, seed=0, device=device)
+        lin_floor = linear_loss_floor(inst.V, inst.support)
+        for kind in cfg["kinds"]:
+            losses = best_losses(inst.V.cpu(), inst.theta0.cpu(), inst.support.cpu(), kind,
+                                 names=tuple(cfg["starts"]), seed=d * 1000 + m, max_iter=cfg["max_iter"])
+            records.append({
+                "d": d, "m": m, "kind": kind, "instances": cfg["instances"],
+                "best_loss": [float(x) for x in losses.min(-1).values],
+                "loss_by_start": {name: [float(x) for x in losses[:, k]] for k, name in enumerate(cfg["starts"])},
+                "erf_floor_probability": erf_floor_probability(d, m),
+                "linear_floor": [finite_or_none(float(x)) for x in lin_floor],
+            })
+    return {"cells": [list(c) for c in cfg["cells"]], "instances": cfg["instances"], "kinds": cfg["kinds"],
+            "max_iter": cfg["max_iter"], "starts": cfg["starts"]}, records
+
+
+def plot_floor(results: dict):
+    """Best loss found per instance (dots) for each kind and cell, with the erf floor of the chapter."""
+    import matplotlib.pyplot as plt
+
+    from ..xor.representation import ERF_LOSS_FLOOR
+
+    records = results["records"]
+    cells = [tuple(c) for c in results["params"]["cells"]]
+    kinds = results["params"]["kinds"]
+    fig, ax = plt.subplots(figsize=(7.0, 4.2))
+    width = 0.8 / len(kinds)
+    for k, kind in enumerate(kinds):
+        for i, cell in enumerate(cells):
+            rec = next((r for r in records if (r["d"], r["m"]) == cell and r["kind"] == kind), None)
+            if rec is None:
+                continue
+            ys = [max(x, 1e-16) for x in rec["best_loss"]]
+            ax.plot([i + (k - (len(kinds) - 1) / 2) * width] * len(ys), ys, "o", color=f"C{k}", ms=5, alpha=0.7,
+                    label=kind if i == 0 else None)
+    ax.axhline(ERF_LOSS_FLOOR, color="C2", ls="--", lw=1, label="erf floor (when 0 is in the hull)")
+    ax.axhline(0.01, color="gray", ls=":", lw=1, label="success threshold 0.01")
+    ax.set_yscale("log")
+    ax.set_ylim(1e-17, 2)
+    ax.set_xticks(range(len(cells)), [f"d={d}, m={m}" for d, m in cells])
+    ax.set_ylabel("best population loss found (floor 1e-16)")
+    ax.legend(fontsize=8, loc="center")  # the band between 1e-4 and 1e-11 holds no data
+    fig.tight_layout()
+    return fig

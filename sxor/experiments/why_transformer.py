@@ -1,112 +1,153 @@
 """Sweep of the chapter "Why a transformer: parameters against d".
 
-``ffnn``: for each ``d``, the smallest two-layer ReLU network (:func:`sxor.xor.ffnn.smallest_width`)
-whose test loss drops below 0.01, and, beside it, the transformer's success rate after one step
-on an ``m`` grid (step ``eta = c d^2 ln d`` of :func:`sxor.xor.analysis.grid_eta`, the same ``c`` as
-the one-step chapter), from which the smallest ``m`` reaching a success target follows.
+``why-transformer``: for each ``d``, two-layer ReLU networks of every width in ``1..8``, each with
+``restarts`` independent restarts (data and initialisation), trained online with Adam for at most
+``max_steps`` steps (:func:`sxor.xor.ffnn.train_ffnn`, early stop at test loss ``< 0.01``); one
+record per ``(d, width)`` (:func:`sxor.xor.ffnn.width_records`). The transformer's side is *not*
+run here: it is read from the one-step chapter's committed grid (``one-step-grid``), so that both
+chapters report the same numbers; :func:`transformer_smallest_m` reads it at a given reliability.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
-from ..xor import analysis
-from ..xor.ffnn import parameter_count, smallest_width
-from ..xor.metrics import success
-from ..xor.population import one_step
-from ..xor.sweeps import Instances, sweep
+from ..results import committed_results
+from ..xor.ffnn import parameter_count, smallest_reliable_width, train_ffnn, width_records
 from . import register, size_config
-from .one_step import GRID_C
+from .one_step import m95_by_d
 
-#: Hyper-parameters of every FFNN run (Adam, fresh batches, validation check every 25 steps).
-FFNN_TRAINING = {"batch": 256, "lr": 1e-2, "optimizer": "adam", "eval_every": 25, "n_val": 2048, "n_test": 8192}
-#: Per-draw success targets at which the transformer's smallest m is reported.
-SUCCESS_TARGETS = (0.5, 0.95)
+#: Hyper-parameters of every FFNN run (Adam, a fresh batch of 256 per step, a validation check
+#: every 25 steps, single precision since the loop's cost is its matrix products).
+FFNN_TRAINING = {"batch": 256, "lr": 1e-2, "target": 0.01, "eval_every": 25, "n_val": 2048, "n_test": 8192}
+#: Floating-point type of the FFNN runs.
+FFNN_DTYPE = torch.float32
+#: The reliability at which the two models are compared, success in at least 90% of restarts or draws.
+RELIABILITY = 0.9
 
 SIZES = {
-    "ci": {"ffnn_d": [8], "widths": [1, 2, 3, 4], "restarts": 4, "max_steps": 250,
-           "tf_d": [8, 32, 128], "ms": [4, 8, 16, 32], "seeds": 100},
-    "full": {"ffnn_d": [8, 16, 32, 64, 128], "widths": [1, 2, 3, 4, 6, 8], "restarts": 8, "max_steps": 600,
-             "tf_d": [8, 16, 32, 64, 128, 256, 512, 1024], "ms": [4, 6, 8, 12, 16, 24, 32, 48, 64], "seeds": 400},
+    "ci": {"d": [8], "widths": [6, 7, 8], "restarts": 10, "max_steps": 2000},
+    "full": {"d": [8, 16, 32, 64, 128], "widths": [1, 2, 3, 4, 5, 6, 7, 8], "restarts": 10, "max_steps": 20000},
 }
 
 
-def _success_measure(eta: float):
-    """Sweep measure: did one step of size ``eta`` succeed (:func:`sxor.xor.metrics.success`)?"""
-
-    def measure(batch: Instances) -> dict[str, torch.Tensor]:
-        out = one_step(batch.V, batch.theta0, batch.support, eta)
-        return {"success": success(out.loss, out.attention, out.attention_tilde, batch.support)}
-
-    return measure
-
-
-def transformer_success(d: int, ms: list[int], seeds: int, device: torch.device | str | None = None) -> list[dict]:
-    """Success rate of one step at ``eta = GRID_C d^2 ln d`` for each ``m``: one record per ``m``."""
-    eta = analysis.grid_eta(d, GRID_C)
-    records = []
-    for m in ms:
-        out = sweep(_success_measure(eta), seeds, d, m, device=device, desc=f"transformer d={d} m={m}")
-        records.append({"model": "transformer", "d": d, "m": m, "seeds": seeds, "eta": eta,
-                        "successes": int(out["success"].sum()), "parameters": 2 * m})
-    return records
-
-
-def transformer_smallest_m(records: list[dict], target: float) -> dict[int, float]:
-    """``{d: smallest m with success rate >= target}`` (``nan`` when the grid never reaches it)."""
-    out = {}
-    for d in sorted({r["d"] for r in records if r["model"] == "transformer"}):
-        rows = sorted((r for r in records if r["model"] == "transformer" and r["d"] == d), key=lambda r: r["m"])
-        out[d] = analysis.smallest_m([r["m"] for r in rows], [r["successes"] / r["seeds"] for r in rows], target)
-    return out
-
-
-def ffnn_smallest(records: list[dict]) -> dict[int, dict]:
-    """``{d: record of the smallest successful width}`` (absent when no width succeeded)."""
-    return {r["d"]: r for r in records if r["model"] == "ffnn" and r["steps"] is not None}
-
-
-@register("why-transformer", "smallest FFNN reaching test loss < 0.01 against d, beside the transformer's 2m",
+@register("why-transformer", "FFNN widths 1-8 against d: success rate and samples over independent restarts",
           plot=lambda r: plot_parameters(r))
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, SIZES)
     records = []
-    for d in cfg["ffnn_d"]:
-        found = smallest_width(d, cfg["widths"], (0, d - 1), restarts=cfg["restarts"], max_steps=cfg["max_steps"],
-                               seed=d, device=device, **FFNN_TRAINING)
-        records += [{"model": "ffnn", **r} for r in found]
-    for d in cfg["tf_d"]:
-        records += transformer_success(d, cfg["ms"], cfg["seeds"], device)
-    params = {**{k: v for k, v in cfg.items()}, "ffnn_training": FFNN_TRAINING, "support": "(0, d-1)",
-              "transformer_eta": "c d^2 ln d", "c": GRID_C, "success_targets": list(SUCCESS_TARGETS)}
+    for d in cfg["d"]:
+        runs = train_ffnn(d, cfg["widths"], (0, d - 1), restarts=cfg["restarts"], max_steps=cfg["max_steps"],
+                          seed=d, dtype=FFNN_DTYPE, device=device, **FFNN_TRAINING)
+        records += width_records(runs)
+    params = {**cfg, "training": {**FFNN_TRAINING, "optimizer": "adam", "dtype": str(FFNN_DTYPE)},
+              "support": "(0, d-1)", "seed": "d"}
     return params, records
 
 
-def plot_parameters(results: dict):
-    """Trainable parameters against ``d`` on log axes: FFNN measured and floors, transformer 2m."""
+def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, float]:
+    """``{d: smallest m whose one-step success rate is >= rate}`` on the one-step chapter's grid
+    (``committed_results("one-step-grid")``), by :func:`sxor.experiments.one_step.m95_by_d`: the
+    interpolated crossing after the last grid point below ``rate`` (``nan`` if never reached)."""
+    return m95_by_d(grid["records"], target=rate)
+
+
+def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) ``level`` interval for a success probability from ``successes`` of ``n``,
+    by bisection on the binomial tails (computed in log space, no SciPy)."""
+    if isinstance(successes, bool) or not 0 <= successes <= n or n < 1 or int(successes) != successes:
+        raise ValueError(f"need integers 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    alpha = (1 - level) / 2
+    k = torch.arange(n + 1, dtype=torch.float64)
+    log_choose = torch.lgamma(torch.tensor(n + 1.0, dtype=torch.float64)) - torch.lgamma(k + 1) - torch.lgamma(n - k + 1)
+
+    def pmf(p: float) -> torch.Tensor:
+        return torch.exp(log_choose + k * math.log(p) + (n - k) * math.log1p(-p))
+
+    def bisect(too_low) -> float:  # too_low(p) is True below the root and False above it
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if too_low(mid) else (lo, mid)
+        return (lo + hi) / 2
+
+    lower = 0.0 if successes == 0 else bisect(lambda p: float(pmf(p)[successes:].sum()) < alpha)
+    upper = 1.0 if successes == n else bisect(lambda p: float(pmf(p)[: successes + 1].sum()) > alpha)
+    return lower, upper
+
+
+def rate_table(records: list[dict]) -> tuple[list[int], list[int], np.ndarray]:
+    """``(ds, widths, rates [widths, ds])`` of the FFNN records (``nan`` where a cell was not run)."""
+    ds = sorted({r["d"] for r in records})
+    widths = sorted({r["width"] for r in records})
+    rates = np.full((len(widths), len(ds)), np.nan)
+    for r in records:
+        rates[widths.index(r["width"]), ds.index(r["d"])] = r["successes"] / r["restarts"]
+    return ds, widths, rates
+
+
+def plot_rates(results: dict):
+    """Heat map of the FFNN success rate per width (rows) and ``d`` (columns), counts in the cells."""
     import matplotlib.pyplot as plt
 
+    ds, widths, rates = rate_table(results["records"])
+    by_cell = {(r["d"], r["width"]): r for r in results["records"]}
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    image = ax.imshow(rates, origin="lower", cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    for i, w in enumerate(widths):
+        for j, d in enumerate(ds):
+            r = by_cell.get((d, w))
+            if r is not None:
+                ax.text(j, i, f"{r['successes']}/{r['restarts']}", ha="center", va="center", fontsize=9,
+                        color="white" if rates[i, j] < 0.6 else "black")
+    ax.set_xticks(range(len(ds)), [str(d) for d in ds])
+    ax.set_yticks(range(len(widths)), [str(w) for w in widths])
+    ax.set(xlabel="input length d", ylabel="hidden width w")
+    ax.grid(False)
+    fig.colorbar(image, ax=ax, label="success rate over restarts")
+    fig.tight_layout()
+    return fig
+
+
+def plot_parameters(results: dict, grid: dict | None = None, rate: float = RELIABILITY):
+    """Trainable parameters against ``d`` on log axes: the smallest FFNN that succeeds in at least
+    ``rate`` of its restarts and the smallest that succeeds in one, the exact width-2 floor ``2d+5``,
+    and the transformer's ``2m`` at the same reliability from ``grid`` (default: the committed
+    ``one-step-grid``)."""
+    import matplotlib.pyplot as plt
+
+    grid = committed_results("one-step-grid") if grid is None else grid
     records = results["records"]
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    ffnn = ffnn_smallest(records)
-    d_all = sorted({r["d"] for r in records})
-    grid = np.array([min(d_all), max(d_all)], dtype=float)
-    ax.loglog(grid, grid, ":", color="gray",
-              label=r"$d$: one first-layer weight per input (slope of the $\Omega(d)$ bounds)")
-    ax.loglog(grid, [parameter_count(int(g), 2) for g in grid], "--", color="C0", lw=1,
-              label=r"$2d+5$: width-2 ReLU net, smallest exact one")
-    if ffnn:
-        ds = sorted(ffnn)
-        ax.loglog(ds, [ffnn[d]["parameters"] for d in ds], "o", color="C0", ms=7,
-                  label="FFNN, measured: smallest with test loss < 0.01")
-    for target, marker, color in zip(SUCCESS_TARGETS, ["s", "D"], ["C1", "C3"]):
-        m_star = transformer_smallest_m(records, target)
-        ds = [d for d in m_star if np.isfinite(m_star[d])]
-        ax.loglog(ds, [2 * m_star[d] for d in ds], marker + "-", color=color, ms=6,
-                  label=f"transformer $2m$, one-step success $\\geq$ {target:.0%}")
-    ax.set(xlabel="input length d", ylabel="trainable parameters",
-           title="Trainable parameters needed to learn sparse XOR")
+    fig, ax = plt.subplots(figsize=(7.0, 4.6))
+    tf = {d: m for d, m in transformer_smallest_m(grid, rate).items() if np.isfinite(m)}
+    d_all = sorted({r["d"] for r in records} | set(tf))
+    line = np.array([min(d_all), max(d_all)], dtype=float)
+    ax.loglog(line, line, ":", color="gray", label=r"$d$ (slope of the $\Omega(d)$ bounds)")
+    ax.loglog(line, 2 * line + 5, "--", color="C0", lw=1, label=r"$2d+5$: smallest exact ReLU net")
+    for share, marker, label in [(rate, "o", f"FFNN, success in $\\geq$ {rate:.0%} of restarts"),
+                                 (1e-9, "x", "FFNN, success in at least one restart")]:
+        best = smallest_reliable_width(records, share)
+        ds = sorted(best)
+        ax.loglog(ds, [best[d]["parameters"] for d in ds], marker + "-", color="C0", ms=7,
+                  mfc="none" if marker == "o" else None, label=label)
+    ds = sorted(tf)
+    ax.loglog(ds, [2 * tf[d] for d in ds], "s-", color="C3", ms=6,
+              label=f"transformer $2m$, one-step success $\\geq$ {rate:.0%}")
+    ax.set(xlabel="input length d", ylabel="trainable parameters")
     ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+def smallest_parameters(records: list[dict], rate: float) -> dict[int, int]:
+    """``{d: parameters of the smallest width succeeding in >= rate of restarts}``."""
+    return {d: r["parameters"] for d, r in smallest_reliable_width(records, rate).items()}
+
+
+__all__ = ["FFNN_TRAINING", "FFNN_DTYPE", "RELIABILITY", "SIZES", "run", "transformer_smallest_m", "clopper_pearson",
+           "rate_table", "plot_rates", "plot_parameters", "smallest_parameters", "parameter_count"]

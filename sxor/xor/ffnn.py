@@ -1,28 +1,33 @@
 """The two-layer ReLU network baseline of the chapter "Why a transformer: parameters against d".
 
-The network, with ``R`` independent restarts batched along a leading axis, is
+The network is
 
 .. math::  f(x) = \\sum_{k=1}^{w} a_k\\,\\mathrm{relu}(W_k\\cdot x + b_k) + c,
 
-with ``W [R, w, d]``, ``b [R, w]``, ``a [R, w]``, ``c [R]``: ``w (d + 2) + 1`` parameters per
-restart. It is trained online (a fresh batch from :func:`sxor.xor.data.sample_sparse_xor` at every step)
-on the same loss as the transformer, ``1/2 (f(x) - y)^2``, and evaluated on fresh test samples.
-:func:`smallest_width` searches the smallest width whose test loss drops below a target.
+with ``W [R, w, d]``, ``b [R, w]``, ``a [R, w]``, ``c [R]`` for ``R`` independent restarts batched
+along a leading axis: ``w (d + 2) + 1`` parameters per restart. :func:`train_ffnn` trains
+networks of *several* widths and restarts in one tensor computation (every width's hidden units
+side by side, one batched matrix product per layer, a hand-written backward pass and Adam), online
+(a fresh batch from :func:`sxor.xor.data.sample_sparse_xor`'s distribution at every step) on the
+transformer's loss ``1/2 (f(x) - y)^2``, and evaluates them on fresh test samples.
+:func:`width_records` turns its outcome into per-width success rates and sample counts, and
+:data:`WIDTH1_LOSS_FLOOR` is the population loss that no width-1 network can beat.
 """
 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import torch
 
 from .checks import check_dims, check_support, check_tensor
-from .data import sample_sparse_xor
-from ..progress import progress
+from .data import sparse_xor_labels
 
-#: Optimisers :func:`train_ffnn` accepts.
-OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
+#: Adam's constants ``beta1, beta2, eps``, PyTorch's defaults.
+ADAM = (0.9, 0.999, 1e-8)
+#: The loss no width-1 network can go below, at any ``d`` (the chapter's proposition).
+WIDTH1_LOSS_FLOOR = 1 / 3
 
 
 class FFNNParams(NamedTuple):
@@ -98,26 +103,55 @@ def exact_xor_network(
     return FFNNParams(W, zeros, ones, -torch.ones(1, dtype=dtype, device=device))
 
 
-class TrainResult(NamedTuple):
-    """Outcome of :func:`train_ffnn` for each of ``R`` restarts."""
+def width1_loss_floor_network(
+    d: int, support: tuple[int, int], *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+) -> FFNNParams:
+    """A width-1 network with population loss exactly :data:`WIDTH1_LOSS_FLOOR` ``= 1/3``:
+    ``(4/3) relu(x_a - x_b - 1) - 1/3``, which is right on the inputs with ``x_a = -x_b = 1``
+    and predicts ``-1/3`` on the other three quarters of the cube."""
+    check_dims(d)
+    a_, b_ = support
+    check_support(torch.tensor([a_, b_]), d)
+    W = torch.zeros(1, 1, d, dtype=dtype, device=device)
+    W[0, 0, a_], W[0, 0, b_] = 1.0, -1.0
+    return FFNNParams(W, -torch.ones(1, 1, dtype=dtype, device=device),
+                      torch.full((1, 1), 4 / 3, dtype=dtype, device=device),
+                      torch.full((1,), -1 / 3, dtype=dtype, device=device))
 
-    test_loss: torch.Tensor  #: loss on fresh test samples after training, ``[R]``
-    test_loss_se: torch.Tensor  #: its standard error, ``[R]``
-    steps: torch.Tensor  #: steps until the validation loss first fell below the target, or -1 if it never did, ``[R]``
-    samples: torch.Tensor  #: fresh training samples seen by then, ``steps * batch``, or -1, ``[R]``
-    params: FFNNParams  #: the trained parameters
+
+class WidthRuns(NamedTuple):
+    """Outcome of :func:`train_ffnn`: one row per width, one column per restart."""
+
+    d: int  #: input length
+    widths: tuple[int, ...]  #: the widths trained, in the order of the rows
+    batch: int  #: fresh training samples per step and restart
+    max_steps: int  #: the step budget
+    target: float  #: the loss a run must reach
+    steps: torch.Tensor  #: first validation check below ``target``, ``-1`` if none within the budget, ``[W, R]``
+    test_loss: torch.Tensor  #: loss of the returned parameters on fresh test samples, ``[W, R]``
+    test_loss_se: torch.Tensor  #: its standard error, ``[W, R]``
+    params: list[FFNNParams]  #: for each width, the parameters when ``target`` was reached, else the final ones
+
+    @property
+    def success(self) -> torch.Tensor:
+        """Below ``target`` on the validation set during training *and* on the test set, ``[W, R]``."""
+        return (self.steps > 0) & (self.test_loss < self.target)
+
+    @property
+    def samples(self) -> torch.Tensor:
+        """Fresh training samples seen until ``target`` was reached, ``steps * batch``, or ``-1``, ``[W, R]``."""
+        return torch.where(self.steps > 0, self.steps * self.batch, self.steps)
 
 
 def train_ffnn(
     d: int,
-    width: int,
+    widths: int | Sequence[int],
     support: tuple[int, int] | torch.Tensor,
     *,
-    restarts: int = 4,
-    max_steps: int = 1000,
+    restarts: int = 10,
+    max_steps: int = 20000,
     batch: int = 256,
     lr: float = 1e-2,
-    optimizer: str = "adam",
     target: float = 0.01,
     eval_every: int = 25,
     n_val: int = 2048,
@@ -125,98 +159,168 @@ def train_ffnn(
     seed: int = 0,
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
-) -> TrainResult:
-    """Train ``restarts`` networks online on ``y = -x_a x_b``, each step on a fresh batch.
+) -> WidthRuns:
+    """Train ``restarts`` networks of each width in ``widths`` online on ``y = -x_a x_b`` with Adam.
 
-    Every ``eval_every`` steps the loss on a fixed validation set (``n_val`` samples) is checked;
-    ``steps`` records, per restart, the first check below ``target``. Training ends when every
-    restart has been below ``target`` once, or after ``max_steps``. The reported test loss is that
-    of the final parameters on ``n_test`` further fresh samples that played no part in training.
+    Restart ``r`` has its own stream of fresh training batches (``batch`` samples per step), its own
+    validation set (``n_val``) and test set (``n_test``), shared by its networks of every width; every
+    (width, restart) has its own initialisation (:func:`init_ffnn`, generator seeded by ``seed`` and
+    the width). Restarts are therefore independent in data and initialisation, and a width's results
+    do not depend on which other widths are trained beside it. All networks are trained together:
+    the hidden units of every width sit side by side, so a step is one batched matrix product per
+    layer, with the backward pass and Adam (PyTorch's default constants, :data:`ADAM`) written out.
+
+    Every ``eval_every`` steps each network's loss on its validation set is checked; ``steps`` records
+    the first check below ``target``, and the parameters at that moment are kept (early stopping).
+    Training ends when every network has reached ``target`` or after ``max_steps``. The test loss is
+    that of the kept parameters on the test samples, which played no part in training or stopping.
     The loop runs on one CPU thread (restored afterwards): its tensors are too small to share.
     """
     check_dims(d)
-    for name, value in [("width", width), ("restarts", restarts), ("max_steps", max_steps), ("batch", batch),
+    widths = (widths,) if isinstance(widths, int) else tuple(widths)
+    if not widths:
+        raise ValueError("widths must name at least one width")
+    for w in widths:
+        _check_positive_int("width", w)
+    if len(set(widths)) != len(widths):
+        raise ValueError(f"widths must be distinct, got {list(widths)}")
+    for name, value in [("restarts", restarts), ("max_steps", max_steps), ("batch", batch),
                         ("eval_every", eval_every), ("n_val", n_val), ("n_test", n_test)]:
         _check_positive_int(name, value)
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {sorted(OPTIMIZERS)}")
     if not lr > 0 or not target > 0:
         raise ValueError(f"lr and target must be positive, got lr={lr}, target={target}")
     support = torch.as_tensor(support, device=device)
     check_support(support, d)
+    if support.shape != (2,):
+        raise ValueError(f"train_ffnn takes one support of shape (2,), got {tuple(support.shape)}")
 
-    gen = torch.Generator(device=device or "cpu").manual_seed(seed)
-    params = init_ffnn(d, width, restarts=restarts, generator=gen, dtype=dtype, device=device)
-    leaves = [p.requires_grad_(True) for p in params]
-    opt = OPTIMIZERS[optimizer](leaves, lr=lr)
-    x_val, y_val = sample_sparse_xor(n_val, d, support, generator=gen, dtype=dtype, device=device)
-    steps = torch.full((restarts,), -1, dtype=torch.long)
+    R, nW = restarts, len(widths)
+    inits = [init_ffnn(d, w, restarts=R, generator=torch.Generator().manual_seed(1_000_003 * seed + w),
+                       dtype=dtype) for w in widths]
+    # hidden units of every width side by side: W [R, U, d], b [R, U], a [R, U], c [R, nW]
+    W = torch.cat([p.W for p in inits], 1).to(device)
+    b = torch.cat([p.b for p in inits], 1).to(device)
+    a = torch.cat([p.a for p in inits], 1).to(device)
+    c = torch.stack([p.c for p in inits], 1).to(device)
+    group = torch.cat([torch.full((w,), k) for k, w in enumerate(widths)]).to(device)
+    onehot = torch.nn.functional.one_hot(group, nW).to(dtype)  # [U, nW]: which width a unit belongs to
+    params = [W, b, a, c]
+    m1 = [torch.zeros_like(p) for p in params]
+    m2 = [torch.zeros_like(p) for p in params]
+    kept = [p.clone() for p in params]
+
+    data_gen = torch.Generator(device=device or "cpu").manual_seed(seed)
+    eval_gen = torch.Generator(device=device or "cpu").manual_seed(seed + 1_000_000_007)
+    x_val, y_val = _samples(R, n_val, d, support, eval_gen, dtype, device)
+    x_test, y_test = _samples(R, n_test, d, support, eval_gen, dtype, device)
+    steps = torch.full((nW, R), -1, dtype=torch.long)
+    beta1, beta2, eps = ADAM
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the tensors are tiny: intra-op threads only add synchronisation
+    torch.set_num_threads(1)  # the tensors are small: intra-op threads only add synchronisation
     try:
         for step in range(1, max_steps + 1):
-            x, y = sample_sparse_xor(restarts * batch, d, support, generator=gen, dtype=dtype, device=device)
-            loss, _ = ffnn_loss(x.view(restarts, batch, d), y.view(restarts, batch), params)
-            opt.zero_grad()
-            loss.sum().backward()  # restarts share no parameter, so each gets its own gradient
-            opt.step()
+            x, y = _samples(R, batch, d, support, data_gen, dtype, device)
+            pre = torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2))  # [R, B, U]
+            hidden = pre.clamp_min(0)
+            err = ((hidden * a.unsqueeze(1)) @ onehot + c.unsqueeze(1) - y.unsqueeze(-1)) / batch  # [R, B, nW]
+            back = err @ onehot.T  # each unit's network's error, [R, B, U]
+            dpre = back * a.unsqueeze(1) * (pre > 0)
+            grads = [torch.bmm(dpre.transpose(1, 2), x), dpre.sum(1), (back * hidden).sum(1), err.sum(1)]
+            torch._foreach_mul_(m1, beta1)
+            torch._foreach_add_(m1, grads, alpha=1 - beta1)
+            torch._foreach_mul_(m2, beta2)
+            torch._foreach_addcmul_(m2, grads, grads, value=1 - beta2)
+            denom = torch._foreach_sqrt(m2)
+            torch._foreach_div_(denom, math.sqrt(1 - beta2**step))
+            torch._foreach_add_(denom, eps)
+            torch._foreach_addcdiv_(params, m1, denom, value=-lr / (1 - beta1**step))
             if step % eval_every == 0:
-                with torch.no_grad():
-                    val, _ = ffnn_loss(x_val, y_val, params)
-                steps[(steps < 0) & (val.cpu() < target)] = step
-                if bool((steps > 0).all()):
-                    break
+                val = _losses(x_val, y_val, W, b, a, c, onehot).T.cpu()  # [nW, R]
+                new = (steps < 0) & (val < target)
+                if bool(new.any()):
+                    steps[new] = step
+                    unit_new = new.T.to(device)[:, group]  # [R, U]
+                    net_new = new.T.to(device)  # [R, nW]
+                    for k, (p, mask) in enumerate(zip(params, [unit_new.unsqueeze(-1), unit_new, unit_new, net_new])):
+                        kept[k] = torch.where(mask, p, kept[k])
+                    if bool((steps > 0).all()):
+                        break
     finally:
         torch.set_num_threads(threads)
-    trained = FFNNParams(*(p.detach() for p in leaves))
-    x_test, y_test = sample_sparse_xor(n_test, d, support, generator=gen, dtype=dtype, device=device)
+    done = (steps > 0).T.to(device)
+    final = [torch.where(m, k, p) for p, k, m in
+             zip(params, kept, [done[:, group].unsqueeze(-1), done[:, group], done[:, group], done])]
     with torch.no_grad():
-        test, test_se = ffnn_loss(x_test, y_test, trained)
-    samples = torch.where(steps > 0, steps * batch, steps)
-    return TrainResult(test.cpu(), test_se.cpu(), steps, samples, trained)
+        per_sample = 0.5 * (_forward(x_test, *final, onehot) - y_test.unsqueeze(-1)) ** 2  # [R, n, nW]
+    test = per_sample.mean(1).T.cpu()
+    test_se = (per_sample.std(1) / math.sqrt(n_test)).T.cpu()
+    out_params, start = [], 0
+    for k, w in enumerate(widths):
+        sl = slice(start, start + w)
+        out_params.append(FFNNParams(final[0][:, sl].clone(), final[1][:, sl].clone(), final[2][:, sl].clone(),
+                                     final[3][:, k].clone()))
+        start += w
+    return WidthRuns(d, widths, batch, max_steps, target, steps, test, test_se, out_params)
 
 
-def smallest_width(
-    d: int,
-    widths: list[int],
-    support: tuple[int, int] | torch.Tensor,
-    *,
-    target: float = 0.01,
-    **train_kwargs,
-) -> list[dict]:
-    """Train each width in increasing order until one restart reaches test loss ``< target``.
+def width_records(runs: WidthRuns) -> list[dict]:
+    """One record per width of :func:`train_ffnn`'s outcome.
 
-    Returns one record per width tried (the last one is the smallest successful width, if any):
-    ``d, width, parameters, restarts, successes`` (restarts whose validation loss fell below
-    ``target`` during training and whose final test loss is below it too),
-    ``best_test_loss`` and, for the best successful restart, ``steps`` and ``samples``.
+    Fields: ``d, width, parameters, restarts, successes``, the step of first success of every
+    restart (``steps``, ``-1`` for a run censored at the budget), the ``median_samples`` and quartiles
+    of the successful runs (``None`` without a success), ``samples_per_success`` (the samples that
+    all restarts consumed, failed ones at the full budget, divided by the successes: the cost of one
+    success when failures are counted), and the median and smallest test loss over restarts.
     """
-    if not widths or any(w2 <= w1 for w1, w2 in zip(widths, widths[1:])):
-        raise ValueError(f"widths must be a non-empty increasing list, got {widths}")
     records = []
-    for width in progress(widths, desc=f"FFNN widths, d={d}"):
-        out = train_ffnn(d, width, support, target=target, **train_kwargs)
-        ok = (out.test_loss < target) & (out.steps > 0)  # reached on validation and confirmed on test
-        best = int(torch.argmin(torch.where(ok, out.steps, torch.iinfo(torch.long).max))) if ok.any() else None
-        records.append(
-            {
-                "d": d,
-                "width": width,
-                "parameters": parameter_count(d, width),
-                "restarts": len(out.test_loss),
-                "successes": int(ok.sum()),
-                "best_test_loss": float(out.test_loss.min()),
-                "steps": int(out.steps[best]) if best is not None else None,
-                "samples": int(out.samples[best]) if best is not None else None,
-                "test_loss": float(out.test_loss[best]) if best is not None else None,
-                "test_loss_se": float(out.test_loss_se[best]) if best is not None else None,
-            }
-        )
-        if best is not None:
-            break
+    for k, w in enumerate(runs.widths):
+        ok = runs.success[k]
+        samples = runs.samples[k][ok].double()
+        spent = torch.where(runs.steps[k] > 0, runs.steps[k], runs.max_steps).sum() * runs.batch
+        quart = torch.quantile(samples, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)).tolist() if ok.any() else None
+        records.append({
+            "d": runs.d,
+            "width": w,
+            "parameters": parameter_count(runs.d, w),
+            "restarts": int(ok.numel()),
+            "successes": int(ok.sum()),
+            "steps": [int(s) if bool(o) else -1 for s, o in zip(runs.steps[k], ok)],
+            "median_samples": quart[1] if quart else None,
+            "samples_quartiles": quart,
+            "samples_per_success": float(spent) / int(ok.sum()) if ok.any() else None,
+            "median_test_loss": float(runs.test_loss[k].median()),
+            "min_test_loss": float(runs.test_loss[k].min()),
+        })
     return records
 
 
+def smallest_reliable_width(records: list[dict], rate: float) -> dict[int, dict]:
+    """``{d: record of the smallest width whose success rate is >= rate}``, from :func:`width_records`
+    records (a ``d`` where no width reaches ``rate`` is absent). ``rate`` in ``(0, 1]``; any
+    ``rate`` at most ``1 / restarts`` asks for one successful restart."""
+    if not 0 < rate <= 1:
+        raise ValueError(f"rate must lie in (0, 1], got {rate}")
+    out: dict[int, dict] = {}
+    for r in sorted(records, key=lambda r: (r["d"], r["width"])):
+        if r["d"] not in out and r["successes"] >= rate * r["restarts"] - 1e-12:
+            out[r["d"]] = r
+    return out
+
+
+def _samples(R: int, n: int, d: int, support: torch.Tensor, gen: torch.Generator, dtype, device):
+    x = torch.randint(0, 2, (R, n, d), generator=gen, device=device).to(dtype).mul_(-2).add_(1)
+    return x, sparse_xor_labels(x, support)
+
+
+def _forward(x, W, b, a, c, onehot):
+    hidden = torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2)).clamp_min(0)
+    return (hidden * a.unsqueeze(1)) @ onehot + c.unsqueeze(1)  # [R, n, nW]
+
+
+def _losses(x, y, W, b, a, c, onehot):
+    return 0.5 * ((_forward(x, W, b, a, c, onehot) - y.unsqueeze(-1)) ** 2).mean(1)  # [R, nW]
+
+
 def _check_positive_int(name: str, value: int) -> None:
-    if int(value) != value or value < 1:
+    if isinstance(value, bool) or int(value) != value or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {name}={value}")

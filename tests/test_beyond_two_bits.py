@@ -1,0 +1,45 @@
+"""Chapter "Beyond two bits": the sample-size rule, collisions, and the sign of the parity model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import sxor
+from sxor.experiments.beyond_two_bits import PERMUTATION_RATE, collisions, seeds_to_separate
+from sxor.xor.dynamics import parity_labels, parity_predict
+
+
+def test_seeds_to_separate_matches_the_normal_approximation_and_grows_near_p0():
+    # p = 0.1 against 2/9: ((1.96 * 0.41574 + 0.84162 * 0.3) / 0.12222)^2 = 76.1 -> 77
+    assert seeds_to_separate(0.1) == 77
+    assert seeds_to_separate(0.27) > 500 > seeds_to_separate(0.4)
+    assert seeds_to_separate(0.25, power=0.9) > seeds_to_separate(0.25, power=0.8)
+    assert PERMUTATION_RATE == pytest.approx(6 / 27)
+    with pytest.raises(ValueError):
+        seeds_to_separate(PERMUTATION_RATE)
+    with pytest.raises(ValueError):
+        seeds_to_separate(0.3, alpha=0.0)
+
+
+def test_collisions():
+    w = torch.zeros(3, 3, 5)
+    w[0, [0, 1, 2], [0, 1, 2]] = 1  # a permutation: no collision
+    w[1, [0, 1, 2], [0, 0, 3]] = 1  # heads 1 and 2 on position 0
+    w[2, [0, 1, 2], [4, 1, 4]] = 1  # heads 1 and 3 on position 4
+    assert collisions(w).tolist() == [False, True, True]
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_the_model_must_carry_the_label_sign_for_every_k(k):
+    d = 7
+    x = sxor.all_inputs(d)
+    support = torch.arange(k)
+    onehot = torch.nn.functional.one_hot(support, d).double()  # head h on target h
+    y = parity_labels(x, support)
+    f = parity_predict(x, onehot)
+    assert torch.equal(f, y)  # -prod with one-hot heads is the label: loss 0
+    assert float((0.5 * (-f - y) ** 2).mean()) == 2.0  # the +prod model is at the worst loss
+    # x -> -x multiplies f and y by the same (-1)^k: the loss is invariant for every k
+    torch.testing.assert_close(parity_predict(-x, onehot), (-1) ** k * f)
+    torch.testing.assert_close(parity_labels(-x, support), (-1) ** k * y)
