@@ -41,13 +41,15 @@ class Experiment:
     #: Record fields that identify a cell exactly; set when the CI run's cells are a subset of
     #: the full run's (same seeds), so that :func:`compare` can check one against the other.
     compare_keys: tuple[str, ...] | None = None
+    #: The relative tolerance of that comparison (single-precision training needs more than 1e-9).
+    compare_tol: float = 1e-9
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
 def register(name: str, description: str, plot: Callable[[dict], object] | None = None,
-             compare_keys: Sequence[str] | None = None):
+             compare_keys: Sequence[str] | None = None, compare_tol: float = 1e-9):
     """Decorator registering an experiment's ``run(size, device) -> (params, records)``.
 
     Parameters
@@ -63,11 +65,13 @@ def register(name: str, description: str, plot: Callable[[dict], object] | None 
         Record fields that identify a cell exactly, when the CI run's cells are a subset of the
         full run's (same seeds): :func:`compare` then checks one against the other by default,
         and ``tests/test_portability.py`` re-runs it under another summation order.
+    compare_tol
+        The relative tolerance :func:`compare` uses by default for this experiment.
     """
 
     def wrap(fn):
         keys = tuple(compare_keys) if compare_keys is not None else None
-        REGISTRY[name] = Experiment(name, description, fn, plot, keys)
+        REGISTRY[name] = Experiment(name, description, fn, plot, keys, float(compare_tol))
         return fn
 
     return wrap
@@ -155,7 +159,7 @@ class Comparison:
                 f"largest difference {bound(self.max_difference, self.tol)}")
 
 
-def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float = 1e-9) -> Comparison:
+def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float | None = None) -> Comparison:
     """Compare a CI run with the committed full run on the records they share.
 
     Records are matched by the exact values of ``keys``.
@@ -172,7 +176,8 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
         ``compare_keys``). Their values must be exact (integers or strings, never a computed
         float), so that cells match on every machine; every record of ``ci`` needs a partner.
     tol
-        Largest relative difference that counts as agreement.
+        Largest relative difference that counts as agreement (default: the experiment's
+        registered ``compare_tol``, else ``1e-9``).
 
     Returns
     -------
@@ -185,10 +190,13 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
     ValueError
         When a key value is a float, or a record of ``ci`` has no partner in ``full``.
     """
+    registered = get(ci["experiment"]) if ci.get("experiment") else None
+    if tol is None:
+        tol = registered.compare_tol if registered is not None else 1e-9
     if keys is None:
-        keys = get(ci["experiment"]).compare_keys
+        keys = registered.compare_keys if registered is not None else None
         if keys is None:
-            raise ValueError(f"experiment {ci['experiment']!r} registers no compare_keys: pass keys")
+            raise ValueError(f"experiment {ci.get('experiment')!r} registers no compare_keys: pass keys")
     if full.get("experiment", ci.get("experiment")) != ci.get("experiment"):
         raise ValueError(f"cannot compare {ci.get('experiment')!r} with {full.get('experiment')!r}")
 

@@ -35,7 +35,7 @@ SIZES = {
 
 
 @register("why-transformer", "FFNN widths 1-8 against d: success rate and samples over independent restarts",
-          plot=lambda r: plot_parameters(r))
+          plot=lambda r: plot_parameters(r), compare_keys=("d", "width"), compare_tol=1e-5)
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, SIZES)
     records = []
