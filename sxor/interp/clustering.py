@@ -13,6 +13,8 @@ two proven bounds and the measured threshold).
 
 from __future__ import annotations
 
+import math
+import numbers
 from fractions import Fraction
 
 import numpy as np
@@ -25,12 +27,47 @@ from .lemmas import rank_one_layer
 from .softmax import largest_snapping_temperature, snap_layer, snap_temperature_bound
 
 
+def _count(name: str, value: object) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+def _sequence(name: str, X: object) -> Array:
+    """One sequence ``[n, d]``: an exact object array, or a real float/int tensor or array with
+    finite entries (lists are converted to float64 numpy)."""
+    if isinstance(X, (list, tuple)):
+        X = np.asarray(X)
+    if is_exact(X):
+        X = as_exact(X, name)
+    elif isinstance(X, torch.Tensor):
+        if X.is_complex() or X.dtype == torch.bool:
+            raise ValueError(f"{name} must be real (float or int), got dtype {X.dtype}")
+        if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+            raise ValueError(f"{name} contains nan or inf")
+    elif isinstance(X, np.ndarray):
+        if X.dtype.kind not in "fiu":
+            raise ValueError(f"{name} must be real (float or int) or exact, got dtype {X.dtype}")
+        if X.dtype.kind == "f" and not np.isfinite(X).all():
+            raise ValueError(f"{name} contains nan or inf")
+    else:
+        raise ValueError(f"{name} must be a tensor, a numpy array or a nested list, got {type(X).__name__}")
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be one sequence [n, d] with n, d >= 1, got shape {tuple(X.shape)}")
+    return X
+
+
 def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar, steps: int) -> Array:
-    """States ``[steps + 1, n, d]`` of ``X, SA(X), SA(SA(X)), ...`` with fixed parameters."""
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps}")
+    """States ``[steps + 1, n, d]`` of ``X, SA(X), SA(SA(X)), ...`` with fixed parameters.
+
+    Accepts what :func:`~sxor.interp.layers.self_attention` accepts, and ``steps`` an int
+    ``>= 0``; refuses a float (even ``2.0``), bool, nan, inf or negative ``steps``
+    (``TypeError``/``ValueError``), and whatever the layer refuses."""
+    steps = _count("steps", steps)
     states = [X]
-    for _ in range(int(steps)):
+    for _ in range(steps):
         states.append(self_attention(states[-1], A, rho, V, tau))
     if is_exact(X):
         return np.stack(states)
@@ -42,22 +79,29 @@ def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar,
 def leaders(X: Array, A: Array) -> list[int]:
     """Tokens that attend only to themselves under hardmax: ``C_i = {i}``, i.e. ``pi_ii = 1``.
 
-    With ``rho + alpha = 1``, ``V = alpha I`` a leader does not move (it is a fixed point of its
-    own update as long as it stays a leader).
-    """
+    With ``rho + alpha = 1``, ``V = alpha I`` and ``0 < alpha < 1`` a leader does not move and
+    stays a leader (chapter "Self-attention as clustering"). Accepts one sequence ``X [n, d]``
+    (float or exact) and ``A [d, d]``; refuses batches, nan/inf and shape mismatches
+    (``ValueError``)."""
+    X = _sequence("X", X)
+    if not is_exact(X) and not (isinstance(X, torch.Tensor) and X.is_floating_point()):
+        X = np.asarray(X, dtype=np.float64)
     pi = attention_weights(X, A, 0)
-    if X.ndim != 2:
-        raise ValueError(f"leaders takes one sequence X [n, d], got shape {tuple(X.shape)}")
     return [i for i in range(pi.shape[0]) if pi[i, i] == 1]
 
 
 def distinct_points(X: Array, tol: float = 0.0) -> Array:
     """Representatives of the distinct tokens (rows) of ``X [n, d]``: exact equality for
-    Fractions; for floats, rows within max-norm ``tol`` of an earlier representative merge."""
-    if X.ndim != 2:
-        raise ValueError(f"distinct_points takes X [n, d], got shape {tuple(X.shape)}")
-    if tol < 0:
-        raise ValueError(f"tol must be >= 0, got {tol}")
+    Fractions; for floats, rows within max-norm ``tol`` of an earlier representative merge.
+
+    Accepts one sequence (tensor, numpy or exact array, or a nested list) with finite real
+    entries and ``tol`` a real ``>= 0`` (``inf`` merges everything). Refuses nan/inf/complex
+    entries, batches, and a nan, negative or non-real ``tol`` (``ValueError``/``TypeError``)."""
+    X = _sequence("X", X)
+    if isinstance(tol, bool) or not isinstance(tol, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"tol must be a real number >= 0, got {tol!r}")
+    if math.isnan(float(tol)) or tol < 0:
+        raise ValueError(f"tol must be >= 0 (not nan), got {tol}")
     reps: list[int] = []
     rows = X.tolist() if is_exact(X) else np.asarray(X, dtype=np.float64)
     for i in range(len(rows)):
@@ -72,10 +116,15 @@ def distinct_points(X: Array, tol: float = 0.0) -> Array:
 
 def convex_hull_2d(points: Array) -> list[int]:
     """Indices of the vertices of the convex hull of 2-D points, counter-clockwise (Andrew's
-    monotone chain; collinear boundary points are not vertices). Exact for Fractions."""
+    monotone chain; collinear boundary points are not vertices). Exact for Fractions.
+
+    Accepts ``points [n, 2]`` (tensor, numpy, exact array or nested list) with ``n >= 1`` finite
+    real entries; refuses nan, inf, complex or non-numeric entries and other shapes
+    (``ValueError``, naming the shape)."""
+    points = _sequence("points", points)
+    if points.shape[1] != 2:
+        raise ValueError(f"convex_hull_2d takes 2-D points [n, 2], got shape {tuple(points.shape)}")
     P = points.tolist() if is_exact(points) else np.asarray(points, dtype=np.float64).tolist()
-    if len(P) == 0 or any(len(p) != 2 for p in P):
-        raise ValueError("convex_hull_2d takes a non-empty array of 2-D points [n, 2]")
     order = sorted(range(len(P)), key=lambda i: (P[i][0], P[i][1]))
     unique = [i for k, i in enumerate(order) if k == 0 or P[i] != P[order[k - 1]]]
     if len(unique) < 3:
