@@ -115,11 +115,20 @@ def _float_scalar(name: str, value: object) -> float:
 
 def _float_tensor(name: str, a: object, like: torch.Tensor) -> torch.Tensor:
     if isinstance(a, torch.Tensor):
+        if a.is_complex() or a.dtype == torch.bool:
+            raise ValueError(f"{name} must be real numbers, got dtype {a.dtype}")
         t = a.to(dtype=like.dtype, device=like.device)
     else:
+        if a is None:
+            raise ValueError(f"{name} must be real numbers, got None")
         arr = np.asarray(a)
         if arr.dtype == object:
-            arr = arr.astype(np.float64)
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be real numbers, got {a!r:.60}") from None
+        if arr.dtype.kind not in "fiu":
+            raise ValueError(f"{name} must be real numbers, got {a!r:.60} (dtype {arr.dtype})")
         t = torch.as_tensor(arr, dtype=like.dtype, device=like.device)
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} contains non-finite values (nan or inf)")

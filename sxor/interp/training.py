@@ -88,6 +88,8 @@ def _check_theta(theta: object, X: torch.Tensor) -> None:
         if tuple(theta[name].shape) != shape:
             raise ValueError(f"theta[{name!r}] must have shape {shape} for token dimension d = {d} and FF width "
                              f"w = {w}, got {tuple(theta[name].shape)}")
+        if not bool(torch.isfinite(theta[name].detach()).all()):
+            raise ValueError(f"theta[{name!r}] contains nan or inf")
 
 
 def _check_X(X: object) -> torch.Tensor:
@@ -96,7 +98,15 @@ def _check_X(X: object) -> torch.Tensor:
                         + (f" of dtype {X.dtype}" if isinstance(X, torch.Tensor) else ""))
     if X.ndim != 3 or min(X.shape) < 1:
         raise ValueError(f"X must have shape [N, n, d] with N, n, d >= 1, got {tuple(X.shape)}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError("X contains nan or inf")
     return X
+
+
+def _seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {seed!r} of type {type(seed).__name__}")
+    return int(seed)
 
 
 def block(X: torch.Tensor, theta: dict[str, torch.Tensor], tau: float = 1.0) -> torch.Tensor:
@@ -139,6 +149,8 @@ def loss(X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor], tau: 
     if not isinstance(Y, torch.Tensor) or Y.dtype != X.dtype or tuple(Y.shape) != (X.shape[0], 1, X.shape[2]):
         got = f"{tuple(Y.shape)} {Y.dtype}" if isinstance(Y, torch.Tensor) else type(Y).__name__
         raise ValueError(f"Y must be a {X.dtype} tensor of shape [N, 1, d] = {(X.shape[0], 1, X.shape[2])}, got {got}")
+    if not bool(torch.isfinite(Y).all()):
+        raise ValueError("Y contains nan or inf")
     return _loss(X, Y, theta, tau)
 
 
@@ -150,7 +162,7 @@ def tikhonov_data(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, see
     N, n, d, width = (_positive_int(k, v) for k, v in (("N", N), ("n", n), ("d", d), ("width", width)))
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    gen = torch.Generator(device=device or "cpu").manual_seed(seed)
+    gen = torch.Generator(device=device or "cpu").manual_seed(_seed(seed))
     kw = {"dtype": dtype, "device": device}
     X = torch.rand(N, n, d, generator=gen, **kw)
     theta = {
@@ -173,7 +185,7 @@ def init_parameters(d: int, width: int = 4, *, seed: int = 0, scale: float = 1.0
     scale = _real("scale", scale, minimum=0.0)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
-    gen = torch.Generator(device=device or "cpu").manual_seed(seed)
+    gen = torch.Generator(device=device or "cpu").manual_seed(_seed(seed))
     kw = {"dtype": dtype, "device": device}
 
     def uniform(shape, fan_in):
@@ -186,19 +198,36 @@ def init_parameters(d: int, width: int = 4, *, seed: int = 0, scale: float = 1.0
 
 
 def perturbed(theta: dict[str, torch.Tensor], sigma: float, *, seed: int = 0) -> dict[str, torch.Tensor]:
-    """``theta + sigma * N(0, 1)`` entrywise (a fresh, trainable copy); ``sigma >= 0`` finite."""
+    """``theta + sigma * N(0, 1)`` entrywise (a fresh, trainable copy); ``sigma >= 0`` finite,
+    ``theta`` a non-empty dict of finite float tensors, ``seed`` an int."""
     sigma = _real("sigma", sigma, minimum=0.0)
-    if not isinstance(theta, dict) or not theta:
-        raise ValueError("theta must be a non-empty dict of tensors")
+    _check_params(theta)
     first = next(iter(theta.values()))
-    gen = torch.Generator(device=first.device).manual_seed(seed)
+    gen = torch.Generator(device=first.device).manual_seed(_seed(seed))
     return {name: (p.detach() + sigma * torch.randn(p.shape, generator=gen, dtype=p.dtype, device=p.device)).requires_grad_(True)
             for name, p in theta.items()}
 
 
-def sq_norm(theta: dict[str, torch.Tensor]) -> float:
-    """``|theta|^2`` over every parameter (accumulated in float64)."""
+def _check_params(theta: object) -> None:
+    if not isinstance(theta, dict) or not theta:
+        raise TypeError(f"theta must be a non-empty dict of float tensors, got {type(theta).__name__}")
+    for name, p in theta.items():
+        if not isinstance(p, torch.Tensor) or not p.is_floating_point():
+            raise TypeError(f"theta[{name!r}] must be a float tensor, got "
+                            + (f"dtype {p.dtype}" if isinstance(p, torch.Tensor) else type(p).__name__))
+        if not bool(torch.isfinite(p.detach()).all()):
+            raise ValueError(f"theta[{name!r}] contains nan or inf")
+
+
+def _sq_norm(theta: dict[str, torch.Tensor]) -> float:
     return float(sum((p.detach().double() ** 2).sum() for p in theta.values()))
+
+
+def sq_norm(theta: dict[str, torch.Tensor]) -> float:
+    """``|theta|^2`` over every parameter (accumulated in float64). ``theta`` a non-empty dict of
+    finite float tensors; anything else raises ``TypeError``/``ValueError``."""
+    _check_params(theta)
+    return _sq_norm(theta)
 
 
 def log_spaced_steps(steps: int, per_decade: int = 40) -> list[int]:
@@ -229,7 +258,9 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
       ``record == "log"``, every ``record`` steps for an int, nothing for ``0``.
 
     ``epsilon >= 0`` and ``lr > 0`` finite reals, ``steps >= 1`` an int; ``theta`` of the data's
-    dtype (see :func:`block`)."""
+    dtype (see :func:`block`), every parameter requiring grad. Anything else raises
+    ``TypeError``/``ValueError`` naming the argument, as does a run whose loss becomes nan or inf
+    (it names the step)."""
     if not isinstance(data, TikhonovData):
         raise TypeError(f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}")
     epsilon = _real("epsilon", epsilon, minimum=0.0)
@@ -254,7 +285,9 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
         J = _loss(data.X, data.Y, theta, tau)
         J.backward()
         value = float(J.detach())
-        norm = sq_norm(theta) if (step in wanted or epsilon > 0) else 0.0
+        if not math.isfinite(value):
+            raise ValueError(f"training diverged: J = {value} at step {step} (epsilon = {epsilon}, lr = {lr})")
+        norm = _sq_norm(theta) if (step in wanted or epsilon > 0) else 0.0
         objective = value + epsilon / 2 * norm
         best, best_obj = min(best, value), min(best_obj, objective)
         if step in wanted:
@@ -264,7 +297,7 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
     J = _loss(data.X, data.Y, theta, tau)
     penalty = epsilon / 2 * sum((p ** 2).sum() for p in params)
     grads = torch.autograd.grad(J + penalty, params)
-    final, norm = float(J.detach()), sq_norm(theta)
+    final, norm = float(J.detach()), _sq_norm(theta)
     for p in params:
         p.grad = None
     return {"loss": final, "min_loss": min(best, final), "objective": final + epsilon / 2 * norm,
