@@ -378,7 +378,8 @@ CASES = {
     "plot_tokens": [
         (lambda: P.plot_tokens(AX, [torch.ones(3, 3)]), "sequence 0"),
         (lambda: P.plot_tokens(AX, [torch.full((3, 2), NAN)]), "nan"),
-        (lambda: P.plot_tokens(AX, torch.ones(3, 2)), "list"),
+        (lambda: P.plot_tokens(AX, torch.ones(3, 2)), "sequence 0 must have shape"),
+        (lambda: P.plot_tokens(AX, "abc"), "list"),
         (lambda: P.plot_tokens(AX, [torch.ones(3, 2)], [torch.ones(1, 3)]), "target 0"),
         (lambda: P.plot_tokens(AX, [torch.ones(0, 2)]), "n >= 1"),
         (lambda: P.plot_tokens(None, [torch.ones(3, 2)]), "Axes"),

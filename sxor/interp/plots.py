@@ -106,15 +106,16 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
     grows with the number of tokens at one point) and, if given, the targets ``Y_j [m_j, 2]`` as open
     diamonds of the same colour (chapters 13 and 14).
 
-    ``sequences`` (and ``targets``) are lists or tuples of 2-D point arrays with at least one
-    point each, at most one target set per sequence. Refuses (``TypeError``/``ValueError``,
-    naming the sequence): an ``ax`` that is not an Axes, a bare array instead of a list, other
-    shapes, empty sequences, complex/nan/inf entries and more target sets than sequences."""
+    ``sequences`` (and ``targets``) are sequences (lists, tuples, or a ``[J, n, 2]`` array) of 2-D
+    point arrays with at least one point each, at most one target set per sequence. Refuses
+    (``TypeError``/``ValueError``, naming the sequence): an ``ax`` that is not an Axes, a single
+    ``[n, 2]`` array (its rows are not sequences), other shapes, empty sequences,
+    complex/nan/inf entries and more target sets than sequences."""
     _check_ax(ax)
-    if not isinstance(sequences, (list, tuple)):
+    if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
         raise TypeError(f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}")
     if targets is not None:
-        if not isinstance(targets, (list, tuple)):
+        if isinstance(targets, (str, bytes)) or not hasattr(targets, "__len__"):
             raise TypeError(f"targets must be a list of [m, 2] arrays, got {type(targets).__name__}")
         if len(targets) > len(sequences):
             raise ValueError(f"{len(targets)} target sets for {len(sequences)} sequences")
