@@ -166,3 +166,18 @@ def test_regularised_runs_records_and_plot():
     matplotlib.use("Agg")
     fig = plot_regularised({"params": {"size": "test"}, "records": records})
     assert len(fig.axes) == 2
+
+
+def test_seed_sweeps_records():
+    from sxor.experiments.regularised_training import run_seeds
+
+    records = run_seeds(N=3, n=4, d=3, lr=1e-2, dtype="float64", init_seeds=[2, 3], sweep_epsilons=[1e-1, 1e-2],
+                        sweep_steps=[5, 5])
+    assert [(r["init_seed"], r["stage"]) for r in records] == [(2, 0), (2, 1), (3, 0), (3, 1)]
+    assert records[0]["loss"] != records[2]["loss"]  # different initialisations, different runs
+    for r in records:
+        assert abs(r["objective"] - (r["loss"] + r["epsilon"] / 2 * r["sq_norm"])) < 1e-12
+    # seed 2 is the sweep of run_runs started from init seed 2
+    ref = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=1,
+                   sweep_epsilons=[1e-1, 1e-2], sweep_steps=[5, 5], init_seed=2)
+    assert [r["loss"] for r in ref if r["run"] == "sweep"] == [r["loss"] for r in records[:2]]

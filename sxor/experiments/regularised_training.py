@@ -33,6 +33,15 @@ SIZES = {
              "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "sweep_steps": [5000, 10000, 50000, 50000]},
 }
 
+#: The warm-started sweep again from other initialisations (same data), to see whether one
+#: trajectory is typical.
+SEED_SIZES = {
+    "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64", "init_seeds": [2, 3],
+           "sweep_epsilons": [1e-1, 1e-2], "sweep_steps": [200, 200]},
+    "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32", "init_seeds": [2, 3],
+             "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "sweep_steps": [5000, 10000, 50000, 50000]},
+}
+
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -55,6 +64,27 @@ def run_runs(N: int, n: int, d: int, lr: float, dtype: str, single_epsilon: floa
                 k: out[k] for k in ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")},
                 "objective_star": eps / 2 * star, "bound": eps * star, "theta_star_sq_norm": star,
                 "curve": out["curve"]})
+    return records
+
+
+def run_seeds(N: int, n: int, d: int, lr: float, dtype: str, init_seeds: list[int], sweep_epsilons: list[float],
+              sweep_steps: list[int], device: torch.device | str | None = None, data_seed: int = 0) -> list[dict]:
+    """The warm-started sweep of :func:`run_runs` from each initialisation seed in ``init_seeds``
+    (same data); one record per (seed, stage), as in :func:`run_runs` with ``init_seed`` added and
+    no curve."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    data = tikhonov_data(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)
+    star = data.theta_star_sq_norm
+    records = []
+    for seed in init_seeds:
+        theta = init_parameters(d, seed=seed, dtype=DTYPES[dtype], device=device)
+        for stage, out in enumerate(warm_start_sweep(data, theta, list(sweep_epsilons), list(sweep_steps), lr=lr,
+                                                     record=0)):
+            eps = out["epsilon"]
+            records.append({"init_seed": seed, "stage": stage, "epsilon": eps, "steps": out["steps"], **{
+                k: out[k] for k in ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")},
+                "objective_star": eps / 2 * star, "theta_star_sq_norm": star})
     return records
 
 
@@ -103,6 +133,18 @@ def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     torch.set_num_threads(1)  # tiny matrices: one thread is fastest and immune to oversubscription
     try:
         records = run_runs(**params, device=device)
+    finally:
+        torch.set_num_threads(threads)
+    return params, records
+
+
+@register("regularised-training-seeds", "Tikhonov: the warm-started sweep from other initialisations")
+def run_seed_sweeps(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    params = dict(size_config(size, SEED_SIZES))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        records = run_seeds(**params, device=device)
     finally:
         torch.set_num_threads(threads)
     return params, records
