@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from sxor.experiments.regularised_training import run_runs  # noqa: E402
+from sxor.experiments.regularised_training import run_runs, run_seeds  # noqa: E402
 from sxor.interp import clustering as C  # noqa: E402
 from sxor.interp import layers as L  # noqa: E402
 from sxor.interp import lemmas as M  # noqa: E402
@@ -356,6 +356,13 @@ CASES = {
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", -1.0, 2, [1e-1], [2]), ">= 0"),
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2, 3]), "equal length"),
         (lambda: run_runs(2, 3, 2, NAN, "float64", 1e-3, 2, [1e-1], [2]), "finite"),
+    ],
+    "run_seeds": [
+        (lambda: run_seeds(2, 3, 2, 1e-2, "float16", [1], [1e-1], [2]), "dtype"),
+        (lambda: run_seeds(2, 3, 2, 1e-2, "float64", [1.5], [1e-1], [2]), "seed"),
+        (lambda: run_seeds(2, 3, 2, 1e-2, "float64", [1], [1e-1], [2, 3]), "equal length"),
+        (lambda: run_seeds(2, 3, 2, 1e-2, "float64", [1], [-1e-1], [2]), ">= 0"),
+        (lambda: run_seeds(2, 3, 0, 1e-2, "float64", [1], [1e-1], [2]), ">= 1"),
     ],
     # plots
     "plot_trajectory": [
