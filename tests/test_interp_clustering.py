@@ -66,3 +66,15 @@ def test_snap_pipeline_refuses_bad_input():
         snap_pipeline(np.array([[1.0, 0.0], [2.0, 1.0]]), as_exact([1, 0]))
     with pytest.raises(ValueError, match="n >= 2"):
         snap_pipeline(as_exact([[1, 0]]), as_exact([1, 0]))
+
+
+def test_distinct_points_tolerance_boundary_and_hull_collinear_points():
+    from sxor.interp import convex_hull_2d, distinct_points
+
+    X = torch.tensor([[0.0, 0.0], [0.5, 0.0], [0.5, 0.25]], dtype=torch.float64)
+    assert len(distinct_points(X, tol=0.5)) == 1  # max-norm distance exactly tol merges
+    assert len(distinct_points(X, tol=0.25)) == 2  # (0.5, 0) and (0.5, 0.25) are 0.25 apart: merge
+    assert len(distinct_points(X, tol=0.2)) == 3
+    Xq = as_exact([[0, 0], [2, 0], [2, 2], [0, 2], [1, 0], [1, 1]])  # (1, 0) on an edge, (1, 1) inside
+    assert sorted(convex_hull_2d(Xq)) == [0, 1, 2, 3]
+    assert convex_hull_2d(Xq) == [0, 1, 2, 3]  # counter-clockwise from the lowest-leftmost point

@@ -110,7 +110,7 @@ def plot_regularised(results: dict):
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(rf"one run, $\varepsilon={eps:g}$, {single['steps']} steps")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="center left")
     ax = axes[1]
     rows = sorted((r for r in recs if r["run"] == "sweep"), key=lambda r: -r["epsilon"])
     e = np.array([r["epsilon"] for r in rows])
