@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sxor.experiments.regularised_training import plot_regularised, run_grid
-from sxor.interp.training import block, init_parameters, loss, perturbed, sq_norm, tikhonov_data, train
+from sxor.experiments.regularised_training import plot_regularised, run_runs
+from sxor.interp.layers import feed_forward, self_attention
+from sxor.interp.training import (block, init_parameters, log_spaced_steps, loss, perturbed, sq_norm, tikhonov_data,
+                                  train, warm_start_sweep)
 
 torch.set_num_threads(1)
 
@@ -59,11 +61,13 @@ def test_training_respects_the_tikhonov_bound_near_theta_star():
     data = tikhonov_data(N=5, n=8, d=6, seed=0)
     eps = 1e-2
     th = perturbed(data.theta_star, 0.01, seed=1)
-    out = train(data, th, eps, 200, lr=1e-2, record_every=50)
+    out = train(data, th, eps, 200, lr=1e-2, record=50)
     J_star_eps = eps / 2 * data.theta_star_sq_norm
     assert out["loss"] <= out["objective"] <= J_star_eps  # J <= J_eps(theta) <= J_eps(theta*)
     assert out["loss"] <= eps * data.theta_star_sq_norm
-    assert out["min_loss"] <= out["loss"] and len(out["curve"]) == 5
+    assert out["min_loss"] <= out["loss"] and [c[0] for c in out["curve"]] == [1, 50, 100, 150, 200]
+    for step, J, J_eps, norm in out["curve"]:
+        assert abs(J_eps - (J + eps / 2 * norm)) < 1e-12
     assert abs(out["sq_norm"] - sq_norm(th)) < 1e-12
 
 
@@ -77,9 +81,9 @@ def test_training_decreases_loss_from_default_init():
 
 def test_bad_arguments():
     data = tikhonov_data(N=2, n=3, d=2)
-    with pytest.raises(ValueError, match="epsilon >= 0"):
+    with pytest.raises(ValueError, match="epsilon must be >= 0"):
         train(data, init_parameters(2), -1.0, 10)
-    with pytest.raises(ValueError, match="steps >= 1"):
+    with pytest.raises(ValueError, match="steps must be >= 1"):
         train(data, init_parameters(2), 0.1, 0)
     with pytest.raises(ValueError, match="sigma"):
         perturbed(data.theta_star, -0.1)
@@ -97,14 +101,83 @@ def test_init_and_perturbed():
     assert all(p.requires_grad for p in copy.values())
 
 
-def test_regularised_grid_records_and_plot():
-    records = run_grid(N=3, n=4, d=3, epsilons=[1e-1, 1e-2], steps=20, lr=1e-2, sigma=0.01, curve_every=5)
-    assert len(records) == 4 and {r["init"] for r in records} == {"near", "default"}
+def test_block_equals_the_layers_composition():
+    data = tikhonov_data(N=3, n=5, d=4, seed=4)
+    th = init_parameters(4, seed=5, scale=1.5)
+    with torch.no_grad():
+        th["rho"].fill_(0.4)
+        th["eta"].fill_(1.3)
+        p = {k: v.detach() for k, v in th.items()}
+    for tau in (1.0, 0.3):
+        Z = self_attention(data.X, torch.outer(p["q"], p["k"]), float(p["rho"]), p["V"], tau)
+        ref = feed_forward(Z, float(p["eta"]), p["W"], p["U"], p["b"])
+        assert torch.allclose(block(data.X, th, tau), ref, atol=1e-12, rtol=0)
+
+
+def test_log_spaced_steps():
+    assert log_spaced_steps(1) == [1]
+    s = log_spaced_steps(50000, per_decade=10)
+    assert s[0] == 1 and s[-1] == 50000 and s == sorted(set(s))
+    assert 10 in s and 100 in s and 10000 in s and len(s) <= 48
+
+
+def test_warm_start_carries_parameters_and_restarts_the_schedule():
+    data = tikhonov_data(N=3, n=5, d=4, seed=0)
+    th = init_parameters(4, seed=0)
+    out = warm_start_sweep(data, th, [1e-1, 1e-2], [30, 20], lr=1e-2, record=10)
+    assert [o["epsilon"] for o in out] == [1e-1, 1e-2] and [o["steps"] for o in out] == [30, 20]
+    # the second stage starts where the first ended: its first recorded loss is the first stage's final loss
+    assert abs(out[1]["curve"][0][1] - out[0]["loss"]) < 1e-12
+    # same as two explicit calls on one theta
+    th2 = init_parameters(4, seed=0)
+    a = train(data, th2, 1e-1, 30, lr=1e-2, record=0)
+    b = train(data, th2, 1e-2, 20, lr=1e-2, record=0)
+    assert abs(a["loss"] - out[0]["loss"]) < 1e-12 and abs(b["loss"] - out[1]["loss"]) < 1e-12
+    assert all(torch.equal(th[k], th2[k]) for k in th)
+    with pytest.raises(ValueError, match="equal length"):
+        warm_start_sweep(data, th, [1e-1], [10, 10])
+
+
+def test_grad_norm_is_the_gradient_of_the_objective():
+    data = tikhonov_data(N=3, n=5, d=4, seed=0)
+    th = init_parameters(4, seed=2)
+    eps = 0.05
+    out = train(data, th, eps, 5, lr=1e-3, record=0)
+    params = list(th.values())
+    J = loss(data.X, data.Y, th) + eps / 2 * sum((p ** 2).sum() for p in params)
+    g = torch.autograd.grad(J, params)
+    assert abs(out["grad_norm"] - float(torch.sqrt(sum((x ** 2).sum() for x in g)))) < 1e-10
+    assert abs(out["objective"] - float(J.detach())) < 1e-12 and out["min_objective"] <= out["objective"] + 1e-15
+
+
+def test_regularised_runs_records_and_plot():
+    records = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=20,
+                       sweep_epsilons=[1e-1, 1e-2], sweep_steps=[10, 15])
+    assert [(r["run"], r["stage"], r["steps"]) for r in records] == [("single", 0, 20), ("sweep", 0, 10), ("sweep", 1, 15)]
     for r in records:
         assert r["loss"] >= 0 and abs(r["bound"] - 2 * r["objective_star"]) < 1e-12
-        assert bool(r["curve"]) == (r["epsilon"] == 1e-2)
+        assert r["curve"][0][0] == 1 and r["curve"][-1][0] == r["steps"]
+        assert r["min_loss"] <= r["loss"] and r["objective"] >= r["loss"]
+    with pytest.raises(ValueError, match="dtype"):
+        run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float16", single_epsilon=1e-3, single_steps=2,
+                 sweep_epsilons=[1e-1], sweep_steps=[2])
     import matplotlib
 
     matplotlib.use("Agg")
-    fig = plot_regularised({"params": {"size": "test", "steps": 20}, "records": records})
+    fig = plot_regularised({"params": {"size": "test"}, "records": records})
     assert len(fig.axes) == 2
+
+
+def test_seed_sweeps_records():
+    from sxor.experiments.regularised_training import run_seeds
+
+    records = run_seeds(N=3, n=4, d=3, lr=1e-2, dtype="float64", init_seeds=[2, 3], sweep_epsilons=[1e-1, 1e-2],
+                        sweep_steps=[5, 5])
+    assert [(r["init_seed"], r["stage"]) for r in records] == [(2, 0), (2, 1), (3, 0), (3, 1)]
+    assert records[0]["loss"] != records[2]["loss"]  # different initialisations, different runs
+    for r in records:
+        assert abs(r["objective"] - (r["loss"] + r["epsilon"] / 2 * r["sq_norm"])) < 1e-12
+    # seed 2 is the sweep of run_runs started from init seed 2
+    ref = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=1,
+                   sweep_epsilons=[1e-1, 1e-2], sweep_steps=[5, 5], init_seed=2)
+    assert [r["loss"] for r in ref if r["run"] == "sweep"] == [r["loss"] for r in records[:2]]

@@ -1,105 +1,150 @@
-"""Sweep of the chapter "Regularised training": training loss against the weight decay epsilon.
+"""Sweeps of the chapter "Regularised training": the authors' two Tikhonov runs.
 
-``regularised``: the authors' Tikhonov setup (:mod:`sxor.interp.training`; ``N = 10`` sequences,
-``d = 16``, one block, Adam with coupled weight decay ``epsilon``, cosine schedule). For each
-``epsilon`` and each of two initialisations, a fresh run of ``steps`` full-batch steps:
+The setup is :mod:`sxor.interp.training` (``N = 10`` sequences of ``n = 100`` tokens in ``d = 16``,
+one softmax block, Adam with coupled weight decay ``epsilon``, learning rate ``1e-3``
+cosine-annealed to 0 over each run, full batch, the PyTorch-default initialisation). The full
+size runs in float32, as the authors' code does; the CI size in float64, so that the digits a
+notebook prints do not depend on the machine. Two runs, as in the authors' ``tikhonov/`` scripts:
 
-* ``near`` -- ``theta* + sigma N(0, 1)``, in the basin of the exact interpolant;
-* ``default`` -- the authors' (PyTorch-default-like) initialisation, ``rho = eta = 0``.
+* ``single`` (their Figure 1a): one ``epsilon``, one long run from the initialisation;
+* ``sweep`` (their Figure 1b): one model warm-started through decreasing ``epsilon``, a fresh
+  optimiser and schedule per ``epsilon`` (:func:`sxor.interp.training.warm_start_sweep`).
 
-Each record holds the final and smallest training loss ``J``, the regularised objective
-``J_eps = J + (eps/2)|theta|^2``, the value ``J_eps(theta*) = (eps/2)|theta*|^2`` and the bound
-line ``eps |theta*|^2``.
+One record per stage (the single run is one stage): ``run``, ``stage``, ``epsilon``, ``steps``,
+the final and smallest ``J`` and ``J_eps = J + (eps/2)|theta|^2``, ``|theta|^2``, the final
+``|grad J_eps|``, the reference values ``(eps/2)|theta*|^2`` and ``eps|theta*|^2`` of the known
+interpolant ``theta*``, and the curve ``[[step, J, J_eps, |theta|^2], ...]`` at log-spaced steps.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ..interp.training import init_parameters, perturbed, tikhonov_data, train
+from ..interp.training import init_parameters, tikhonov_data, warm_start_sweep
 from . import register, size_config
 
 SIZES = {
-    "ci": {"N": 10, "n": 20, "d": 16, "epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "steps": 200, "lr": 1e-2, "sigma": 0.01,
-           "curve_every": 5},
-    "full": {"N": 10, "n": 100, "d": 16, "epsilons": [1e-1, 1e-2, 1e-3, 3e-4, 1e-4], "steps": 1000, "lr": 1e-2,
-             "sigma": 0.01, "curve_every": 10},
+    # float64 for CI, so that the digits the notebook prints are the same on every machine
+    "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64",
+           "single_epsilon": 1e-4, "single_steps": 2000,
+           "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [300, 600, 1000]},
+    "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32",
+             "single_epsilon": 1e-4, "single_steps": 50000,
+             "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "sweep_steps": [5000, 10000, 50000, 50000]},
 }
 
-CONDITIONS = ("near", "default")
+#: The warm-started sweep again from other initialisations (same data), to see whether one
+#: trajectory is typical.
+SEED_SIZES = {
+    "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64", "init_seeds": [2, 3],
+           "sweep_epsilons": [1e-1, 1e-2], "sweep_steps": [200, 200]},
+    "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32", "init_seeds": [2, 3],
+             "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "sweep_steps": [5000, 10000, 50000, 50000]},
+}
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def run_grid(N: int, n: int, d: int, epsilons: list[float], steps: int, lr: float, sigma: float, curve_every: int,
-             device: torch.device | str | None = None, dtype: torch.dtype = torch.float64, seed: int = 0) -> list[dict]:
-    """One record per (initialisation, epsilon); loss curves are kept for the smallest epsilon."""
-    data = tikhonov_data(N, n, d, seed=seed, dtype=dtype, device=device)
+def run_runs(N: int, n: int, d: int, lr: float, dtype: str, single_epsilon: float, single_steps: int,
+             sweep_epsilons: list[float], sweep_steps: list[int], device: torch.device | str | None = None,
+             data_seed: int = 0, init_seed: int = 1) -> list[dict]:
+    """The single long run and the warm-started sweep, from the same initialisation; one record
+    per stage (see the module docstring)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    data = tikhonov_data(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)
     star = data.theta_star_sq_norm
     records = []
-    for condition in CONDITIONS:
-        for eps in epsilons:
-            if condition == "near":
-                theta = perturbed(data.theta_star, sigma, seed=seed + 1)
-            else:
-                theta = init_parameters(d, seed=seed + 1, dtype=dtype, device=device)
-            keep_curve = eps == min(epsilons)
-            out = train(data, theta, eps, steps, lr=lr, record_every=curve_every if keep_curve else 0)
-            records.append({
-                "init": condition, "epsilon": eps, "steps": steps, "loss": out["loss"], "min_loss": out["min_loss"],
-                "objective": out["objective"], "objective_star": eps / 2 * star, "bound": eps * star,
-                "theta_sq_norm": out["sq_norm"], "theta_star_sq_norm": star,
-                "curve": out["curve"] if keep_curve else [],
-            })
+    runs = (("single", [single_epsilon], [single_steps]), ("sweep", list(sweep_epsilons), list(sweep_steps)))
+    for name, epsilons, steps in runs:
+        theta = init_parameters(d, seed=init_seed, dtype=DTYPES[dtype], device=device)
+        for stage, out in enumerate(warm_start_sweep(data, theta, epsilons, steps, lr=lr)):
+            eps = out.pop("epsilon")
+            records.append({"run": name, "stage": stage, "epsilon": eps, "steps": out.pop("steps"), **{
+                k: out[k] for k in ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")},
+                "objective_star": eps / 2 * star, "bound": eps * star, "theta_star_sq_norm": star,
+                "curve": out["curve"]})
+    return records
+
+
+def run_seeds(N: int, n: int, d: int, lr: float, dtype: str, init_seeds: list[int], sweep_epsilons: list[float],
+              sweep_steps: list[int], device: torch.device | str | None = None, data_seed: int = 0) -> list[dict]:
+    """The warm-started sweep of :func:`run_runs` from each initialisation seed in ``init_seeds``
+    (same data); one record per (seed, stage), as in :func:`run_runs` with ``init_seed`` added and
+    no curve."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+    data = tikhonov_data(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)
+    star = data.theta_star_sq_norm
+    records = []
+    for seed in init_seeds:
+        theta = init_parameters(d, seed=seed, dtype=DTYPES[dtype], device=device)
+        for stage, out in enumerate(warm_start_sweep(data, theta, list(sweep_epsilons), list(sweep_steps), lr=lr,
+                                                     record=0)):
+            eps = out["epsilon"]
+            records.append({"init_seed": seed, "stage": stage, "epsilon": eps, "steps": out["steps"], **{
+                k: out[k] for k in ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")},
+                "objective_star": eps / 2 * star, "theta_star_sq_norm": star})
     return records
 
 
 def plot_regularised(results: dict):
-    """Log-log: smallest training loss against epsilon for both initialisations, beside the
-    Tikhonov bound ``eps |theta*|^2`` (and ``(eps/2)|theta*|^2``); right: loss curves at the smallest
-    epsilon with its bound."""
+    """Two panels. Left: the single run's ``J`` and ``J_eps`` against the step (log-log), with the
+    values ``eps|theta*|^2`` (the authors' threshold) and ``(eps/2)|theta*|^2``. Right: the sweep's
+    smallest ``J`` and final ``J_eps`` per ``epsilon``, with ``(eps/2)|theta*|^2`` and a slope-1
+    line through the first point."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     recs = results["records"]
     star = recs[0]["theta_star_sq_norm"]
-    eps = np.array(sorted({r["epsilon"] for r in recs}))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.3))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     ax = axes[0]
-    styles = {"near": ("o-", "tab:blue", r"init near $\theta^*$"), "default": ("s-", "tab:orange", "default init")}
-    for cond, (style, color, label) in styles.items():
-        rows = sorted((r for r in recs if r["init"] == cond), key=lambda r: r["epsilon"])
-        ax.loglog([r["epsilon"] for r in rows], [r["min_loss"] for r in rows], style, color=color,
-                  label=f"{label}: min training loss $J$")
-    ax.loglog(eps, eps * star, "r--", label=r"Tikhonov bound $\varepsilon\|\theta^*\|^2$")
-    ax.loglog(eps, eps * star / 2, "r:", lw=1, label=r"$(\varepsilon/2)\|\theta^*\|^2$ (Adam's penalty)")
-    ax.set_xlabel(r"weight decay $\varepsilon$")
-    ax.set_ylabel("training loss")
-    ax.set_title(f"Loss vs $\\varepsilon$ ({results['params'].get('size', '')} size, "
-                 f"{results['params']['steps']} steps)")
-    ax.legend(fontsize=8)
-    ax = axes[1]
-    for cond, (style, color, label) in styles.items():
-        rows = [r for r in recs if r["init"] == cond and r["curve"]]
-        if rows:
-            steps, values = zip(*rows[0]["curve"])
-            ax.loglog(steps, values, color=color, label=label)
-    e0 = float(eps.min())
-    ax.axhline(e0 * star, color="r", ls="--", label=rf"bound at $\varepsilon={e0:g}$")
+    single = next(r for r in recs if r["run"] == "single")
+    curve = np.array(single["curve"])
+    eps = single["epsilon"]
+    ax.loglog(curve[:, 0], curve[:, 1], color="tab:blue", label=r"$J$")
+    ax.loglog(curve[:, 0], curve[:, 2], color="tab:orange", label=r"$J_\varepsilon$")
+    ax.axhline(eps * star, color="r", ls="--", label=r"$\varepsilon\|\theta^*\|^2$")
+    ax.axhline(eps * star / 2, color="r", ls=":", label=r"$\frac{\varepsilon}{2}\|\theta^*\|^2$")
     ax.set_xlabel("step")
-    ax.set_ylabel("training loss $J$")
-    ax.set_title(rf"Training curves at $\varepsilon={e0:g}$")
-    ax.legend(fontsize=8)
+    ax.set_ylabel("loss")
+    ax.set_title(rf"one run, $\varepsilon={eps:g}$, {single['steps']} steps")
+    ax.legend(fontsize=8, loc="center left")
+    ax = axes[1]
+    rows = sorted((r for r in recs if r["run"] == "sweep"), key=lambda r: -r["epsilon"])
+    e = np.array([r["epsilon"] for r in rows])
+    ax.loglog(e, [r["min_loss"] for r in rows], "o-", color="tab:blue", label=r"smallest $J$")
+    ax.loglog(e, [r["objective"] for r in rows], "s-", color="tab:orange", label=r"final $J_\varepsilon$")
+    ax.loglog(e, e * star / 2, "r:", label=r"$\frac{\varepsilon}{2}\|\theta^*\|^2$")
+    ax.loglog(e, e / e[0] * rows[0]["min_loss"], "--", color="gray", label="slope 1")
+    ax.set_xlabel(r"$\varepsilon$")
+    ax.set_title("warm-started sweep")
+    ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     return fig
 
 
-@register("regularised-training", "Tikhonov: training loss vs weight decay epsilon (N=10, d=16, one block)",
+@register("regularised-training", "Tikhonov: the authors' single run and warm-started epsilon sweep (N=10, d=16)",
           plot=plot_regularised)
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, SIZES))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matrices: one thread is fastest and immune to oversubscription
     try:
-        records = run_grid(**params, device=device)
+        records = run_runs(**params, device=device)
+    finally:
+        torch.set_num_threads(threads)
+    return params, records
+
+
+@register("regularised-training-seeds", "Tikhonov: the warm-started sweep from other initialisations")
+def run_seed_sweeps(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    params = dict(size_config(size, SEED_SIZES))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        records = run_seeds(**params, device=device)
     finally:
         torch.set_num_threads(threads)
     return params, records

@@ -4,24 +4,70 @@ Iterating one layer ``X <- SA(X)`` with ``rho + alpha = 1``, ``V = alpha I`` mov
 fraction ``alpha`` of the way towards the average of the tokens it attends to,
 ``x_i <- (1 - alpha) x_i + alpha sum_l pi_il x_l`` (the hardmax dynamics of
 Alcalde, Fantuzzi & Zuazua 2024 with ``alpha / (1 + alpha)`` renamed ``alpha``).
+
+It also holds the softmax-then-snap collapse of the chapter "Softmax collapse":
+:func:`snap_pipeline` (a rank-one softmax layer followed by two snap layers that make the
+two-cluster collapse exact) and :func:`snap_thresholds` (the temperatures below which it works:
+two proven bounds and the measured threshold).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from fractions import Fraction
 
 import numpy as np
 import torch
 
-from .layers import Array, Scalar, attention_weights, is_exact, self_attention
+from dataclasses import dataclass
+
+from .layers import Array, Scalar, as_exact, attention_weights, is_exact, self_attention
+from .lemmas import rank_one_layer
+from .softmax import largest_snapping_temperature, snap_layer, snap_temperature_bound
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return int(value)
+
+
+def _sequence(name: str, X: object) -> Array:
+    """One sequence ``[n, d]``: an exact object array, or a real float/int tensor or array with
+    finite entries (lists are converted to float64 numpy)."""
+    if isinstance(X, (list, tuple)):
+        X = np.asarray(X)
+    if is_exact(X):
+        X = as_exact(X, name)
+    elif isinstance(X, torch.Tensor):
+        if X.is_complex() or X.dtype == torch.bool:
+            raise ValueError(f"{name} must be real (float or int), got dtype {X.dtype}")
+        if X.is_floating_point() and not bool(torch.isfinite(X).all()):
+            raise ValueError(f"{name} contains nan or inf")
+    elif isinstance(X, np.ndarray):
+        if X.dtype.kind not in "fiu":
+            raise ValueError(f"{name} must be real (float or int) or exact, got dtype {X.dtype}")
+        if X.dtype.kind == "f" and not np.isfinite(X).all():
+            raise ValueError(f"{name} contains nan or inf")
+    else:
+        raise ValueError(f"{name} must be a tensor, a numpy array or a nested list, got {type(X).__name__}")
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be one sequence [n, d] with n, d >= 1, got shape {tuple(X.shape)}")
+    return X
 
 
 def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar, steps: int) -> Array:
-    """States ``[steps + 1, n, d]`` of ``X, SA(X), SA(SA(X)), ...`` with fixed parameters."""
-    if int(steps) != steps or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer, got {steps}")
+    """States ``[steps + 1, n, d]`` of ``X, SA(X), SA(SA(X)), ...`` with fixed parameters.
+
+    Accepts what :func:`~sxor.interp.layers.self_attention` accepts, and ``steps`` an int
+    ``>= 0``; refuses a float (even ``2.0``), bool, nan, inf or negative ``steps``
+    (``TypeError``/``ValueError``), and whatever the layer refuses."""
+    steps = _count("steps", steps)
     states = [X]
-    for _ in range(int(steps)):
+    for _ in range(steps):
         states.append(self_attention(states[-1], A, rho, V, tau))
     if is_exact(X):
         return np.stack(states)
@@ -33,22 +79,29 @@ def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar,
 def leaders(X: Array, A: Array) -> list[int]:
     """Tokens that attend only to themselves under hardmax: ``C_i = {i}``, i.e. ``pi_ii = 1``.
 
-    With ``rho + alpha = 1``, ``V = alpha I`` a leader does not move (it is a fixed point of its
-    own update as long as it stays a leader).
-    """
+    With ``rho + alpha = 1``, ``V = alpha I`` and ``0 < alpha < 1`` a leader does not move and
+    stays a leader (chapter "Self-attention as clustering"). Accepts one sequence ``X [n, d]``
+    (float or exact) and ``A [d, d]``; refuses batches, nan/inf and shape mismatches
+    (``ValueError``)."""
+    X = _sequence("X", X)
+    if not is_exact(X) and not (isinstance(X, torch.Tensor) and X.is_floating_point()):
+        X = np.asarray(X, dtype=np.float64)
     pi = attention_weights(X, A, 0)
-    if X.ndim != 2:
-        raise ValueError(f"leaders takes one sequence X [n, d], got shape {tuple(X.shape)}")
     return [i for i in range(pi.shape[0]) if pi[i, i] == 1]
 
 
 def distinct_points(X: Array, tol: float = 0.0) -> Array:
     """Representatives of the distinct tokens (rows) of ``X [n, d]``: exact equality for
-    Fractions; for floats, rows within max-norm ``tol`` of an earlier representative merge."""
-    if X.ndim != 2:
-        raise ValueError(f"distinct_points takes X [n, d], got shape {tuple(X.shape)}")
-    if tol < 0:
-        raise ValueError(f"tol must be >= 0, got {tol}")
+    Fractions; for floats, rows within max-norm ``tol`` of an earlier representative merge.
+
+    Accepts one sequence (tensor, numpy or exact array, or a nested list) with finite real
+    entries and ``tol`` a real ``>= 0`` (``inf`` merges everything). Refuses nan/inf/complex
+    entries, batches, and a nan, negative or non-real ``tol`` (``ValueError``/``TypeError``)."""
+    X = _sequence("X", X)
+    if isinstance(tol, bool) or not isinstance(tol, (numbers.Real, np.floating, np.integer)):
+        raise TypeError(f"tol must be a real number >= 0, got {tol!r}")
+    if math.isnan(float(tol)) or tol < 0:
+        raise ValueError(f"tol must be >= 0 (not nan), got {tol}")
     reps: list[int] = []
     rows = X.tolist() if is_exact(X) else np.asarray(X, dtype=np.float64)
     for i in range(len(rows)):
@@ -63,10 +116,15 @@ def distinct_points(X: Array, tol: float = 0.0) -> Array:
 
 def convex_hull_2d(points: Array) -> list[int]:
     """Indices of the vertices of the convex hull of 2-D points, counter-clockwise (Andrew's
-    monotone chain; collinear boundary points are not vertices). Exact for Fractions."""
+    monotone chain; collinear boundary points are not vertices). Exact for Fractions.
+
+    Accepts ``points [n, 2]`` (tensor, numpy, exact array or nested list) with ``n >= 1`` finite
+    real entries; refuses nan, inf, complex or non-numeric entries and other shapes
+    (``ValueError``, naming the shape)."""
+    points = _sequence("points", points)
+    if points.shape[1] != 2:
+        raise ValueError(f"convex_hull_2d takes 2-D points [n, 2], got shape {tuple(points.shape)}")
     P = points.tolist() if is_exact(points) else np.asarray(points, dtype=np.float64).tolist()
-    if len(P) == 0 or any(len(p) != 2 for p in P):
-        raise ValueError("convex_hull_2d takes a non-empty array of 2-D points [n, 2]")
     order = sorted(range(len(P)), key=lambda i: (P[i][0], P[i][1]))
     unique = [i for k, i in enumerate(order) if k == 0 or P[i] != P[order[k - 1]]]
     if len(unique) < 3:
@@ -84,3 +142,58 @@ def convex_hull_2d(points: Array) -> list[int]:
             chain.append(i)
         hull.extend(chain[:-1])
     return hull
+
+
+@dataclass(frozen=True)
+class SnapPipeline:
+    """The collapse of chapter "Softmax collapse": ``layer`` (rank-one softmax attention
+    ``A = v v^T``, ``rho = 0``, ``V = I``), the slab half-width ``h = (s_+ - s_-) / 4``, the two
+    ``sides`` ``[(tokens with <v, x> > 0, s_+), (tokens with <v, x> < 0, s_-)]`` and the two
+    ``snaps`` (parameters of :func:`~sxor.interp.softmax.snap_layer`): centre ``s_+``, target
+    ``x_+``; then centre ``s_- + h`` (the first snap shifts the ``x_-`` cluster by ``+h`` along
+    ``v``), target ``x_-``; both with exit direction ``q = v / |v|^2``."""
+
+    layer: dict
+    h: Fraction
+    sides: list
+    snaps: list
+
+
+def snap_pipeline(X: Array, v: Array) -> SnapPipeline:
+    """The rank-one softmax layer and the two snap layers for tokens ``X [n, d]`` (Fractions)
+    and a direction ``v [d]`` (ints or Fractions) with distinct extreme projections
+    ``s_+ = max <v, x_l> > s_- = min <v, x_l>`` (e.g. from
+    :func:`~sxor.interp.lemmas.random_rank_one_instance`). Exact arithmetic throughout; floats
+    are refused (convert them with ``Fraction`` on purpose). Raises ``ValueError`` when ``X`` is
+    not ``[n, d]``, ``v`` not ``[d]``, or all projections are equal (no two extremes)."""
+    X, v = as_exact(X, "X"), as_exact(v, "v")
+    if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
+        raise ValueError(f"X must be a sequence [n, d] with n >= 2 tokens, got shape {X.shape}")
+    if v.shape != (X.shape[1],):
+        raise ValueError(f"v must have shape [d] = ({X.shape[1]},) (the token dimension of X), got {v.shape}")
+    p = [sum(a * b for a, b in zip(x, v)) for x in X]
+    s_plus, s_minus = max(p), min(p)
+    if s_plus == s_minus:
+        raise ValueError("every token has the same projection <v, x>: there are no two extremes to collapse onto")
+    h = (s_plus - s_minus) / 4
+    q = v / sum(c * c for c in v)
+    snaps = [snap_layer(v, s_plus, h, X[p.index(s_plus)], q), snap_layer(v, s_minus + h, h, X[p.index(s_minus)], q)]
+    sides = [([i for i in range(len(p)) if p[i] > 0], s_plus), ([i for i in range(len(p)) if p[i] < 0], s_minus)]
+    return SnapPipeline(rank_one_layer(v), h, sides, snaps)
+
+
+def snap_thresholds(X: Array, v: Array, **grid) -> dict[str, float]:
+    """Temperatures below which :func:`snap_pipeline` collapses ``X`` onto two exact points:
+    ``"gap"`` and ``"per-token"`` are the proven bounds of
+    :func:`~sxor.interp.softmax.snap_temperature_bound` and ``"measured"`` the float64 threshold of
+    :func:`~sxor.interp.softmax.largest_snapping_temperature` (``grid`` is passed to it: ``tau_min``,
+    ``tau_max``, ``num``, ``refine``). Each is the smallest over the two sides. Arguments as in
+    :func:`snap_pipeline`."""
+    pipe = snap_pipeline(X, v)
+    X, v = as_exact(X, "X"), as_exact(v, "v")
+    args = (X, pipe.layer["A"], 0, pipe.layer["V"], v)
+    out = {}
+    for kind in ("gap", "per-token"):
+        out[kind] = min(snap_temperature_bound(*args, s, pipe.h, toks, kind) for toks, s in pipe.sides if toks)
+    out["measured"] = min(largest_snapping_temperature(*args, s, pipe.h, toks, **grid) for toks, s in pipe.sides if toks)
+    return out

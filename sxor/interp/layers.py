@@ -76,11 +76,20 @@ def _float_scalar(name: str, value: object) -> float:
 
 def _float_tensor(name: str, a: object, like: torch.Tensor) -> torch.Tensor:
     if isinstance(a, torch.Tensor):
+        if a.is_complex() or a.dtype == torch.bool:
+            raise ValueError(f"{name} must be real numbers, got dtype {a.dtype}")
         t = a.to(dtype=like.dtype, device=like.device)
     else:
+        if a is None:
+            raise ValueError(f"{name} must be real numbers, got None")
         arr = np.asarray(a)
         if arr.dtype == object:
-            arr = arr.astype(np.float64)
+            try:
+                arr = arr.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be real numbers, got {a!r:.60}") from None
+        if arr.dtype.kind not in "fiu":
+            raise ValueError(f"{name} must be real numbers, got {a!r:.60} (dtype {arr.dtype})")
         t = torch.as_tensor(arr, dtype=like.dtype, device=like.device)
     if not bool(torch.isfinite(t).all()):
         raise ValueError(f"{name} contains non-finite values (nan or inf)")
@@ -131,7 +140,12 @@ def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
     """Token-wise ReLU feed-forward layer ``FF(x) = eta x + W relu(U x + b)``.
 
     ``X [..., n, d]``, ``U [w, d]``, ``b [w]``, ``W [d, w]``, scalar ``eta``. Exact (Fractions in,
-    Fractions out) when ``X`` is an object array; see the module docstring.
+    Fractions out) when ``X`` is an object array; see the module docstring. Float parameters are
+    cast to ``X``'s dtype and device.
+
+    Refuses (``ValueError`` naming the argument and the expected shape): integer/bool/complex
+    ``X``, nan/inf anywhere, a non-scalar or non-real ``eta``, shapes that do not match ``d`` and
+    ``w``, and floats on the exact path.
     """
     if is_exact(X):
         X = as_exact(X, "X")
@@ -156,7 +170,10 @@ def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
 
 
 def attention_scores(X: Array, A: Array) -> Array:
-    """Scores ``s_il = <A x_i, x_l>``, shape ``[..., n, n]`` (exact for Fractions)."""
+    """Scores ``s_il = <A x_i, x_l>``, shape ``[..., n, n]`` (exact for Fractions).
+
+    Accepts ``X`` as in :func:`attention_weights` and ``A [d, d]``; refuses (``ValueError``) other
+    shapes (naming ``d``), nan/inf, complex or non-numeric entries, and floats on the exact path."""
     if is_exact(X):
         X = as_exact(X, "X")
         _check_tokens("X", X.shape)
@@ -174,8 +191,14 @@ def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
     """Attention matrix ``pi [..., n, n]`` for the scores ``s_il = <A x_i, x_l>``.
 
     ``tau == 0``: hardmax, ``pi_il = 1/|C_i|`` for ``l in C_i = argmax_l s_il`` (ties included);
-    ``tau > 0``: softmax of ``s_il / tau`` over ``l`` (max-subtracted, so large scores are safe).
-    Rows sum to 1. Exact for Fractions with ``tau == 0``; ``tau > 0`` on exact input raises.
+    ``tau > 0``: softmax of ``s_il / tau`` over ``l``, computed as the softmax of
+    ``(s_il - max_l s_il) / tau``, so it is stable for every ``tau > 0`` (at a ``tau`` so small
+    that the weights off the argmax underflow, the result is the hardmax row). Rows sum to 1.
+
+    Accepts: ``X`` a float tensor/array ``[..., n, d]`` (finite) or an exact object array; ``A``
+    ``[d, d]``; ``tau`` a finite real ``>= 0``. Refuses (``ValueError``, naming the argument and
+    the dimensions): other shapes, nan/inf entries, a negative/nan/inf/non-real ``tau``, scores
+    that overflow the float dtype, and ``tau > 0`` on exact input (irrational weights).
     """
     tau = _check_tau(tau)
     if is_exact(X):
@@ -197,11 +220,20 @@ def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
     numpy_in = isinstance(X, np.ndarray)
     S = attention_scores(X, A)
     S = torch.as_tensor(S) if numpy_in else S
+    if not bool(torch.isfinite(S).all()):
+        raise ValueError(
+            f"the scores <A x_i, x_l> overflow {S.dtype} (some are inf or nan): rescale X or A, "
+            "or use the exact path (object arrays of Fractions)"
+        )
     if tau == 0:
         top = (S == S.amax(dim=-1, keepdim=True)).to(S.dtype)
         pi = top / top.sum(dim=-1, keepdim=True)
     else:
-        pi = torch.softmax(S / float(tau), dim=-1)
+        # (s - max) / tau <= 0, and exactly 0 on the maximisers: stable for every tau > 0, even one
+        # so small that 1 / tau overflows or tau itself rounds to 0 in X's dtype (then the weights
+        # are the hardmax weights, their limit)
+        D = S - S.amax(dim=-1, keepdim=True)
+        pi = torch.softmax(torch.where(D == 0, torch.zeros_like(D), D / float(tau)), dim=-1)
     return pi.numpy() if numpy_in else pi
 
 
@@ -210,7 +242,9 @@ def self_attention(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar = 0) -
     :func:`attention_weights` (``tau = 0`` hardmax with uniform ties, ``tau > 0`` softmax).
 
     ``X [..., n, d]``, ``A [d, d]``, ``V [d, d]``, scalar ``rho``. Exact for Fractions with
-    ``tau = 0``.
+    ``tau = 0``. Float parameters are cast to ``X``'s dtype and device. Refuses what
+    :func:`attention_weights` refuses, and a ``V`` of the wrong shape or a non-finite or
+    non-real ``rho`` (``ValueError``).
     """
     pi = attention_weights(X, A, tau)
     if is_exact(X):
@@ -245,6 +279,13 @@ def _pair_tokens(P: Array, Q: Array) -> tuple[object, object, bool]:
         Q = Q.to(dtype=P.dtype, device=P.device)
     if P.shape[-1] != Q.shape[-1]:
         raise ValueError(f"P and Q must have the same token dimension d, got {P.shape[-1]} and {Q.shape[-1]}")
+    try:
+        np.broadcast_shapes(tuple(P.shape[:-2]), tuple(Q.shape[:-2]))
+    except ValueError:
+        raise ValueError(
+            f"the batch dimensions of P {tuple(P.shape[:-2])} and Q {tuple(Q.shape[:-2])} do not match "
+            f"(P is [..., n, d] = {tuple(P.shape)}, Q is [..., m, d] = {tuple(Q.shape)})"
+        ) from None
     return P, Q, numpy_in
 
 
@@ -256,6 +297,10 @@ def hausdorff_squared(P: Array, Q: Array) -> object:
 
     Exact :class:`Fraction` (or an object array over the batch) when either input is an object
     array; a float tensor / numpy float otherwise.
+
+    Accepts float tensors/arrays or exact object arrays with at least one token each, the same
+    token dimension ``d`` and broadcastable batch dimensions. Refuses (``ValueError``): nan/inf,
+    complex or non-numeric entries, empty sequences, mismatched ``d`` or batch dimensions.
     """
     P, Q, numpy_in = _pair_tokens(P, Q)
     if isinstance(P, np.ndarray) and P.dtype == object:

@@ -18,6 +18,7 @@ random instances are drawn with an explicit :class:`torch.Generator`.
 
 from __future__ import annotations
 
+import numbers
 from fractions import Fraction
 
 import numpy as np
@@ -31,15 +32,41 @@ from .exact import mean as _exact_mean
 # --------------------------------------------------------------------------------------------
 
 
+def _int(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int ``>= minimum``: a float (even ``6.0``), bool, nan, inf or string is refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _generator(generator: object) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator (for reproducible draws), got {type(generator).__name__}")
+    return generator
+
+
+def _positive(name: str, value: object) -> Fraction:
+    x = as_exact(value, name)
+    if x.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got shape {x.shape}")
+    x = x.item()
+    if x <= 0:
+        raise ValueError(f"{name} must be positive, got {x}")
+    return x
+
+
 def identity_matrix(d: int) -> np.ndarray:
-    """The exact ``d x d`` identity (object array of Fractions)."""
-    if int(d) != d or d < 1:
-        raise ValueError(f"d must be a positive integer, got {d}")
-    return as_exact(np.eye(int(d), dtype=int))
+    """The exact ``d x d`` identity (object array of Fractions); ``d`` an int ``>= 1`` (a float,
+    even ``2.0``, a bool, nan or inf is refused)."""
+    return as_exact(np.eye(_int("d", d, 1), dtype=int))
 
 
 def rank_one_layer(v: object) -> dict[str, object]:
-    """Parameters ``A = v v^T``, ``rho = 0``, ``V = I`` of Lemma A, for ``self_attention(X, **p)``."""
+    """Parameters ``A = v v^T``, ``rho = 0``, ``V = I`` of Lemma A, for ``self_attention(X, **p)``.
+    ``v`` a non-zero exact vector (ints, Fractions); floats, other shapes and ``v = 0`` raise
+    ``ValueError``."""
     v = as_exact(v, "v")
     if v.ndim != 1 or v.shape[0] == 0:
         raise ValueError(f"v must be a non-empty vector, got shape {v.shape}")
@@ -49,7 +76,8 @@ def rank_one_layer(v: object) -> dict[str, object]:
 
 
 def identity_layer(d: int) -> dict[str, object]:
-    """Parameters ``A = I``, ``rho = 0``, ``V = I`` of Lemmas B and C."""
+    """Parameters ``A = I``, ``rho = 0``, ``V = I`` of Lemmas B and C; ``d`` as in
+    :func:`identity_matrix`."""
     return {"A": identity_matrix(d), "rho": Fraction(0), "V": identity_matrix(d)}
 
 
@@ -65,15 +93,23 @@ def _tokens(X: object) -> np.ndarray:
     return X
 
 
+def _direction(X: np.ndarray, v: object) -> np.ndarray:
+    v = as_exact(v, "v")
+    if v.shape != (X.shape[1],):
+        raise ValueError(f"v must have shape [d] = ({X.shape[1]},) (the token dimension of X), got {v.shape}")
+    return v
+
+
 def _mean(X: np.ndarray, rows: list[int]) -> list[Fraction]:
     return list(_exact_mean(X, rows))
 
 
 def rank_one_sets(X: object, v: object) -> list[list[int]]:
-    """Argmax set ``C_i`` of each token under ``A = v v^T`` (the exact characterisation)."""
-    X, v = _tokens(X), as_exact(v, "v")
-    if v.shape != (X.shape[1],):
-        raise ValueError(f"v must have shape ({X.shape[1]},), got {v.shape}")
+    """Argmax set ``C_i`` of each token under ``A = v v^T`` (the exact characterisation).
+
+    ``X [n, d]`` and ``v [d]`` exact (ints, Fractions); floats, other shapes and a ``v`` whose
+    length is not ``d`` are refused (``ValueError``)."""
+    X, v = _tokens(X), _direction(X, v)
     proj = [dot(X[i], v) for i in range(X.shape[0])]
     top = [l for l, p in enumerate(proj) if p == max(proj)]
     bottom = [l for l, p in enumerate(proj) if p == min(proj)]
@@ -81,7 +117,8 @@ def rank_one_sets(X: object, v: object) -> list[list[int]]:
 
 
 def rank_one_prediction(X: object, v: object) -> np.ndarray:
-    """Lemma A's output: token ``i`` goes to the mean of :func:`rank_one_sets` ``[i]``."""
+    """Lemma A's output: token ``i`` goes to the mean of :func:`rank_one_sets` ``[i]`` (arguments
+    and refusals as there)."""
     X = _tokens(X)
     return np.array([_mean(X, C) for C in rank_one_sets(X, v)], dtype=object)
 
@@ -89,8 +126,8 @@ def rank_one_prediction(X: object, v: object) -> np.ndarray:
 def rank_one_violations(X: object, v: object) -> list[str]:
     """The hypotheses of Lemma A that fail: ``<v, x_i> != 0`` for all ``i``, and a unique token
     of largest (smallest) projection when some projection is positive (negative). Empty when
-    the lemma applies."""
-    X, v = _tokens(X), as_exact(v, "v")
+    the lemma applies. Arguments as in :func:`rank_one_sets`."""
+    X, v = _tokens(X), _direction(X, v)
     proj = [dot(X[i], v) for i in range(X.shape[0])]
     problems = [f"<v, x_{i}> = 0" for i, p in enumerate(proj) if p == 0]
     if any(p > 0 for p in proj) and proj.count(max(proj)) > 1:
@@ -102,10 +139,10 @@ def rank_one_violations(X: object, v: object) -> list[str]:
 
 def box_sets(X: object, R: object) -> list[list[int]]:
     """Argmax set of each token under ``A = I`` for tokens in ``[0, R]^d`` that contain the corner
-    ``R 1``: ``C_i = {l : x_lk = R wherever x_ik > 0}``. Raises if the setting does not hold."""
-    X, R = _tokens(X), as_exact(R, "R").item()
-    if R <= 0:
-        raise ValueError(f"R must be positive, got {R}")
+    ``R 1``: ``C_i = {l : x_lk = R wherever x_ik > 0}``. ``X [n, d]`` exact, ``R`` a positive
+    exact scalar. Raises ``ValueError`` if the setting does not hold (a token outside the box,
+    no corner token), for floats, and for a non-scalar or non-positive ``R``."""
+    X, R = _tokens(X), _positive("R", R)
     if any(x < 0 or x > R for x in X.flat):
         raise ValueError("a token lies outside the box [0, R]^d: the box characterisation does not apply")
     if not any(all(x == R for x in row) for row in X):
@@ -115,7 +152,8 @@ def box_sets(X: object, R: object) -> list[list[int]]:
 
 
 def box_prediction(X: object, R: object) -> np.ndarray:
-    """Lemma B's output: token ``i`` goes to the mean of :func:`box_sets` ``[i]``."""
+    """Lemma B's output: token ``i`` goes to the mean of :func:`box_sets` ``[i]`` (arguments and
+    refusals as there)."""
     X = _tokens(X)
     return np.array([_mean(X, C) for C in box_sets(X, R)], dtype=object)
 
@@ -123,8 +161,9 @@ def box_prediction(X: object, R: object) -> np.ndarray:
 def box_violations(X: object, R: object) -> list[str]:
     """Why Lemma B (every token collapses onto ``R 1``) fails, empty when it holds: a token
     outside ``[0, R]^d``, no corner token, or a token ``x_i`` and a token ``x_j != R 1`` with
-    ``x_jk = R`` on all of ``supp(x_i)`` (a tie with the corner)."""
-    X, R = _tokens(X), as_exact(R, "R").item()
+    ``x_jk = R`` on all of ``supp(x_i)`` (a tie with the corner). ``X [n, d]`` exact, ``R`` a
+    positive exact scalar (a non-positive, non-scalar or float ``R`` raises ``ValueError``)."""
+    X, R = _tokens(X), _positive("R", R)
     outside = [i for i in range(X.shape[0]) if any(x < 0 or x > R for x in X[i])]
     if outside:
         return [f"x_{i} lies outside [0, R]^d" for i in outside]
@@ -137,7 +176,8 @@ def box_violations(X: object, R: object) -> list[str]:
 
 
 def outermost_tokens(X: object) -> list[int]:
-    """Indices of the tokens of largest Euclidean norm (those Lemma C keeps fixed)."""
+    """Indices of the tokens of largest Euclidean norm (those Lemma C keeps fixed); ``X [n, d]``
+    exact (floats and other shapes raise ``ValueError``)."""
     X = _tokens(X)
     norms = [sum((x * x for x in row), Fraction(0)) for row in X]
     return [i for i, r in enumerate(norms) if r == max(norms)]
@@ -150,7 +190,13 @@ def outermost_tokens(X: object) -> list[int]:
 
 def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: int = 4, den: int = 8) -> np.ndarray:
     """Object array of Fractions ``p / q``: ``q`` uniform in ``{1..den}``, then ``p`` uniform in
-    ``{-bound q, ..., bound q}`` (so the value lies in ``[-bound, bound]``)."""
+    ``{-bound q, ..., bound q}`` (so the value lies in ``[-bound, bound]``). ``shape`` a tuple of
+    ints ``>= 0``, ``generator`` a :class:`torch.Generator`, ``bound >= 0`` and ``den >= 1`` ints."""
+    if not isinstance(shape, tuple):
+        raise TypeError(f"shape must be a tuple of ints, got {shape!r}")
+    shape = tuple(_int("shape entry", k, 0) for k in shape)
+    generator = _generator(generator)
+    bound, den = _int("bound", bound, 0), _int("den", den, 1)
     q = torch.randint(1, den + 1, shape, generator=generator)
     p = (torch.rand(shape, generator=generator, dtype=torch.float64) * (2 * bound * q + 1)).floor().long() - bound * q
     out = np.empty(shape, dtype=object)
@@ -160,17 +206,27 @@ def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: 
 
 
 def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Random ``(X [n, d], v [d])`` satisfying Lemma A's hypotheses (redrawn until they do)."""
-    while True:
+    """Random ``(X [n, d], v [d])`` satisfying Lemma A's hypotheses (redrawn until they do, at
+    most 10 000 times). ``n, d`` ints ``>= 1``, ``generator`` a :class:`torch.Generator`."""
+    n, d, generator = _int("n", n, 1), _int("d", d, 1), _generator(generator)
+    for _ in range(10_000):
         X = random_rationals((n, d), generator)
         v = random_rationals((d,), generator, bound=3, den=3)
         if any(x != 0 for x in v) and not rank_one_violations(X, v):
             return X, v
+    raise ValueError(f"no admissible rank-one instance with n = {n}, d = {d} in 10 000 draws")  # pragma: no cover
 
 
 def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
     """Random ``(X [n, d], R)``: the corner ``R 1`` and ``n - 1`` other distinct tokens in
-    ``(0, R]^d`` (all coordinates positive, the sufficient hypothesis of Lemma B), shuffled."""
+    ``(0, R]^d`` (all coordinates positive, the sufficient hypothesis of Lemma B), shuffled.
+
+    The coordinates are ``R p / q`` with ``1 <= p <= q <= 8``: 22 distinct values, so at most
+    ``22^d`` distinct tokens; ``n`` ints ``1 <= n <= 22^d`` and ``d >= 1`` are accepted, a larger
+    ``n`` (which could never be drawn) raises ``ValueError``."""
+    n, d, generator = _int("n", n, 1), _int("d", d, 1), _generator(generator)
+    if d < 8 and n > 22 ** d:
+        raise ValueError(f"n = {n} distinct tokens do not exist on this grid: at most 22^d = {22 ** d} for d = {d}")
     R = Fraction(int(torch.randint(1, 6, (), generator=generator)), int(torch.randint(1, 4, (), generator=generator)))
     rows = [[R] * d]
     while len(rows) < n:
@@ -185,7 +241,9 @@ def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.
 
 def random_grid_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
     """Random tokens on the grid ``{0, R/2, R}^d`` plus the corner: faces and zeros are common,
-    so ties with the corner happen (to test the exact characterisation, not the lemma)."""
+    so ties with the corner happen (to test the exact characterisation, not the lemma). ``n, d``
+    ints ``>= 1`` (tokens may repeat), ``generator`` a :class:`torch.Generator`."""
+    n, d, generator = _int("n", n, 1), _int("d", d, 1), _generator(generator)
     R = Fraction(2)
     grid = torch.randint(0, 3, (n - 1, d), generator=generator)
     X = np.empty((n, d), dtype=object)
@@ -197,8 +255,12 @@ def random_grid_box_instance(n: int, d: int, generator: torch.Generator) -> tupl
 
 def rational_sphere_point(t: object, R: object) -> np.ndarray:
     """Rational point of the sphere ``|x| = R`` in ``R^{len(t)+1}`` by inverse stereographic
-    projection: ``x = R (2 t, |t|^2 - 1) / (|t|^2 + 1)`` (rational for rational ``t`` and ``R``)."""
-    t, R = as_exact(t, "t"), as_exact(R, "R").item()
+    projection: ``x = R (2 t, |t|^2 - 1) / (|t|^2 + 1)`` (rational for rational ``t`` and ``R``).
+    ``t`` an exact vector (possibly empty: the point ``-R`` of the 0-sphere), ``R`` a positive
+    exact scalar; floats, a ``t`` that is not a vector and ``R <= 0`` raise ``ValueError``."""
+    t, R = as_exact(t, "t"), _positive("R", R)
+    if t.ndim != 1:
+        raise ValueError(f"t must be a vector [d - 1], got shape {t.shape}")
     s = sum((x * x for x in t), Fraction(0))
     return np.array([R * 2 * x / (s + 1) for x in t] + [R * (s - 1) / (s + 1)], dtype=object)
 
@@ -207,7 +269,20 @@ def random_sphere_instance(
     n_sphere: int, n_inside: int, d: int, generator: torch.Generator
 ) -> tuple[np.ndarray, Fraction]:
     """Random ``(X, R)``: ``n_sphere`` distinct rational points on the sphere ``|x| = R`` and
-    ``n_inside`` rational points with ``|x| < R`` (sphere points first)."""
+    ``n_inside`` rational points with ``|x| < R`` (sphere points first).
+
+    ``n_sphere >= 1``, ``n_inside >= 0`` and ``2 <= d <= 6`` ints, ``generator`` a
+    :class:`torch.Generator`. The sphere points come from ``t`` with entries ``p / q``,
+    ``q <= 5``, ``|p / q| <= 3``: 61 values per entry, so at most ``61^(d-1)`` distinct points; a
+    larger ``n_sphere``, ``d = 1`` (one reachable point) or ``d > 6`` (inside points too rare to
+    draw) raises ``ValueError``."""
+    n_sphere, n_inside, d = _int("n_sphere", n_sphere, 1), _int("n_inside", n_inside, 0), _int("d", d, 2)
+    generator = _generator(generator)
+    if d > 6:
+        raise ValueError(f"d = {d} > 6: points inside the sphere are too rare in the cube to draw")
+    if n_sphere > 61 ** (d - 1):
+        raise ValueError(f"n_sphere = {n_sphere} distinct points do not exist on this grid: at most 61^(d-1) = "
+                         f"{61 ** (d - 1)} for d = {d}")
     R = Fraction(int(torch.randint(1, 5, (), generator=generator)))
     on = []
     while len(on) < n_sphere:

@@ -14,9 +14,32 @@ MARKERS = ["o", "*", "^", "s", "P", "X", "v", "D"]
 COLORS = ["tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:red", "tab:brown", "tab:pink", "tab:olive"]
 
 
-def _float(a: Array) -> np.ndarray:
-    """Tensor, float array or Fraction array as a float64 numpy array."""
-    return np.asarray(a.detach().cpu() if hasattr(a, "detach") else a, dtype=np.float64)
+def _float(a: Array, name: str = "points") -> np.ndarray:
+    """Tensor, float array or Fraction array as a float64 numpy array; complex, non-numeric, nan
+    and inf entries raise ``ValueError`` naming ``name``."""
+    raw = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+    if raw.dtype.kind == "c" or (raw.dtype.kind not in "fiuO"):
+        raise ValueError(f"{name} must be real numbers, got dtype {raw.dtype}")
+    try:
+        out = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be real numbers (floats, ints or Fractions)") from None
+    if not np.isfinite(out).all():
+        raise ValueError(f"{name} contains nan or inf")
+    return out
+
+
+def _check_ax(ax) -> None:
+    if not (hasattr(ax, "scatter") and hasattr(ax, "plot")):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+
+
+def _check_indices(name: str, indices, n: int) -> list[int]:
+    out = [int(i) for i in indices]
+    bad = [i for i in out if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"{name} {bad} are not token indices in [0, {n})")
+    return out
 
 
 def _label_plane(ax, title: str | None):
@@ -31,10 +54,15 @@ def _label_plane(ax, title: str | None):
 
 def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: bool = True, title: str | None = None):
     """Draw the paths ``traj [steps + 1, n, 2]`` of 2-D tokens: grey paths, initial tokens (blue),
-    final tokens (red), the given leaders (stars) and the convex hull of the initial cloud."""
-    T = _float(traj)
-    if T.ndim != 3 or T.shape[-1] != 2:
-        raise ValueError(f"traj must have shape [steps + 1, n, 2], got {T.shape}")
+    final tokens (red), the given leaders (stars) and the convex hull of the initial cloud.
+
+    Refuses (``TypeError``/``ValueError``): an ``ax`` that is not an Axes, a ``traj`` of another
+    shape or with complex/nan/inf entries, and leader indices outside ``[0, n)``."""
+    _check_ax(ax)
+    T = _float(traj, "traj")
+    if T.ndim != 3 or T.shape[-1] != 2 or T.shape[1] == 0:
+        raise ValueError(f"traj must have shape [steps + 1, n, 2] with n >= 1, got {T.shape}")
+    leaders = _check_indices("leaders", leaders or [], T.shape[1])
     for i in range(T.shape[1]):
         ax.plot(T[:, i, 0], T[:, i, 1], color="0.7", lw=0.8, zorder=1)
     ax.scatter(T[0, :, 0], T[0, :, 1], s=14, color="tab:blue", label="initial tokens", zorder=2)
@@ -51,10 +79,16 @@ def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: 
 
 def plot_before_after(ax, X: Array, Y: Array, *, title: str | None = None, highlight: list[int] | None = None):
     """Draw one layer ``X -> Y`` of 2-D tokens: arrows from each token to its image, ``X`` in blue,
-    ``Y`` in red, and the tokens in ``highlight`` circled."""
-    X, Y = _float(X), _float(Y)
+    ``Y`` in red, and the tokens in ``highlight`` circled.
+
+    Refuses (``TypeError``/``ValueError``): an ``ax`` that is not an Axes, ``X`` and ``Y`` not
+    both ``[n, 2]`` with the same ``n``, complex/nan/inf entries, and highlight indices outside
+    ``[0, n)``."""
+    _check_ax(ax)
+    X, Y = _float(X, "X"), _float(Y, "Y")
     if X.shape != Y.shape or X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"X and Y must both have shape [n, 2], got {X.shape} and {Y.shape}")
+    highlight = _check_indices("highlight", highlight or [], X.shape[0])
     for x, y in zip(X, Y):
         if np.any(x != y):
             ax.annotate("", xy=y, xytext=x, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8})
@@ -70,11 +104,29 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
                 legend: bool = True):
     """Scatter the 2-D tokens of each sequence ``X_j [n_j, 2]`` (own marker and colour; the size
     grows with the number of tokens at one point) and, if given, the targets ``Y_j [m_j, 2]`` as open
-    diamonds of the same colour (chapters 13 and 14)."""
+    diamonds of the same colour (chapters 13 and 14).
+
+    ``sequences`` (and ``targets``) are sequences (lists, tuples, or a ``[J, n, 2]`` array) of 2-D
+    point arrays with at least one point each, at most one target set per sequence. Refuses
+    (``TypeError``/``ValueError``, naming the sequence): an ``ax`` that is not an Axes, a single
+    ``[n, 2]`` array (its rows are not sequences), other shapes, empty sequences,
+    complex/nan/inf entries and more target sets than sequences."""
+    _check_ax(ax)
+    if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
+        raise TypeError(f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}")
+    if targets is not None:
+        if isinstance(targets, (str, bytes)) or not hasattr(targets, "__len__"):
+            raise TypeError(f"targets must be a list of [m, 2] arrays, got {type(targets).__name__}")
+        if len(targets) > len(sequences):
+            raise ValueError(f"{len(targets)} target sets for {len(sequences)} sequences")
+        for j, Y in enumerate(targets):
+            y = _float(Y, f"target {j}")
+            if y.ndim != 2 or y.shape[1] != 2 or y.shape[0] == 0:
+                raise ValueError(f"target {j} must have shape [m, 2] with m >= 1, got {y.shape}")
     for j, X in enumerate(sequences):
-        pts = _float(X)
-        if pts.ndim != 2 or pts.shape[1] != 2:
-            raise ValueError(f"sequence {j} must have shape [n, 2], got {pts.shape}")
+        pts = _float(X, f"sequence {j}")
+        if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] == 0:
+            raise ValueError(f"sequence {j} must have shape [n, 2] with n >= 1, got {pts.shape}")
         uniq, counts = np.unique(pts, axis=0, return_counts=True)
         ax.scatter(uniq[:, 0], uniq[:, 1], s=40 + 25 * (counts - 1), marker=MARKERS[j % 8], color=COLORS[j % 8],
                    alpha=0.8, label=f"$X_{j + 1}$" + (f" ({len(pts)} tokens)" if len(uniq) < len(pts) else ""))

@@ -1,7 +1,7 @@
 """Regularised training of a one-block softmax transformer on exactly interpolable data (chapter 15).
 
 The authors' Tikhonov experiment (``tikhonov/`` in github.com/DCN-FAU-AvH/exactInterpTF), rebuilt on
-:mod:`sxor.interp.layers`:
+the layers of :mod:`sxor.interp.layers`:
 
 * data: ``X_j`` with i.i.d. ``U[0, 1]`` entries, ``[n, d]``; one target point per sequence,
   ``y_j = FF*(mean(X_j))``, produced by the known block ``theta*``: an SA layer with ``A = 0``,
@@ -10,25 +10,50 @@ The authors' Tikhonov experiment (``tikhonov/`` in github.com/DCN-FAU-AvH/exactI
 * model: one block SA -> FF (the order of the authors' experiment code), softmax SA with rank-one
   ``A = q k^T`` at ``tau = 1``, scalar ``rho``, full ``V``, FF of width 4 with scalar ``eta``;
 * loss: ``J(theta) = (1/N) sum_j max_i |T_theta(X_j)_i - y_j|^2`` (squared Hausdorff distance to
-  the singleton ``{y_j}``), computed with :func:`sxor.interp.layers.hausdorff_squared`;
+  the singleton ``{y_j}``);
 * training: Adam with coupled weight decay ``epsilon`` (``torch.optim.Adam(weight_decay=eps)``,
-  i.e. the gradient of ``J + (eps/2) |theta|^2``), cosine-annealed learning rate, full batch.
+  i.e. the gradient of ``J_eps = J + (eps/2) |theta|^2``), learning rate cosine-annealed to 0 over
+  the run, full batch; the authors' sweep warm-starts one model through decreasing ``epsilon``
+  (a fresh optimiser and schedule per ``epsilon``, the parameters carried over):
+  :func:`warm_start_sweep`.
 
-Tikhonov bound (proved in chapter 15): a global minimiser ``theta_eps`` of
-``J_eps = J + (eps/2)|theta|^2`` has ``J(theta_eps) <= (eps/2)|theta*|^2 <= eps |theta*|^2``.
+Theory (proved in chapter 15): a global minimiser ``theta_eps`` of ``J_eps`` has
+``J(theta_eps) <= J_eps(theta_eps) <= (eps/2)|theta_dagger|^2`` where ``theta_dagger`` is a
+minimum-norm exact interpolant, ``|theta_eps| -> |theta_dagger|``, and so ``J(theta_eps) = o(eps)``.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import torch
 
 from ..progress import progress
-from .layers import feed_forward, hausdorff_squared, self_attention
 
 PARAMETER_NAMES = ("q", "k", "rho", "V", "eta", "W", "U", "b")
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def _real(name: str, value: object, *, minimum: float | None = None, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    if positive and x <= 0:
+        raise ValueError(f"{name} must be > 0, got {x}")
+    if minimum is not None and x < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {x}")
+    return x
 
 
 @dataclass
@@ -45,29 +70,99 @@ class TikhonovData:
         return float(sum((p.double() ** 2).sum() for p in self.theta_star.values()))
 
 
-def block(X: torch.Tensor, theta: dict[str, torch.Tensor], tau: float = 1.0) -> torch.Tensor:
-    """One block SA -> FF: ``FF(SA(X))`` with ``A = q k^T`` (rank one), softmax at ``tau``.
+def _check_theta(theta: object, X: torch.Tensor) -> None:
+    if not isinstance(theta, dict) or set(theta) != set(PARAMETER_NAMES):
+        got = sorted(theta) if isinstance(theta, dict) else type(theta).__name__
+        raise ValueError(f"theta must be a dict with the keys {list(PARAMETER_NAMES)}, got {got}")
+    d = X.shape[-1]
+    for name in PARAMETER_NAMES:
+        p = theta[name]
+        if not isinstance(p, torch.Tensor) or not p.is_floating_point():
+            raise TypeError(f"theta[{name!r}] must be a float tensor, got {type(p).__name__}"
+                            + (f" of dtype {p.dtype}" if isinstance(p, torch.Tensor) else ""))
+        if p.dtype != X.dtype:
+            raise TypeError(f"theta[{name!r}] has dtype {p.dtype} but X has {X.dtype}; use one dtype")
+    w = theta["W"].shape[-1] if theta["W"].ndim == 2 else -1
+    expected = {"q": (d,), "k": (d,), "rho": (), "V": (d, d), "eta": (), "W": (d, w), "U": (w, d), "b": (w,)}
+    for name, shape in expected.items():
+        if tuple(theta[name].shape) != shape:
+            raise ValueError(f"theta[{name!r}] must have shape {shape} for token dimension d = {d} and FF width "
+                             f"w = {w}, got {tuple(theta[name].shape)}")
+        if not bool(torch.isfinite(theta[name].detach()).all()):
+            raise ValueError(f"theta[{name!r}] contains nan or inf")
 
-    ``SA(X)_i = rho x_i + V sum_l pi_il x_l`` and ``FF(z) = eta z + W relu(U z + b)``; the residual
-    terms are added here (``rho X``, ``eta Z``) so that ``rho`` and ``eta`` stay differentiable, and
-    the rest is :func:`~sxor.interp.layers.self_attention` / :func:`~sxor.interp.layers.feed_forward`
-    with zero residual weight."""
-    A = torch.outer(theta["q"], theta["k"])
-    Z = self_attention(X, A, 0.0, theta["V"], tau) + theta["rho"] * X
-    return feed_forward(Z, 0.0, theta["W"], theta["U"], theta["b"]) + theta["eta"] * Z
+
+def _check_X(X: object) -> torch.Tensor:
+    if not isinstance(X, torch.Tensor) or not X.is_floating_point():
+        raise TypeError(f"X must be a float tensor [N, n, d], got {type(X).__name__}"
+                        + (f" of dtype {X.dtype}" if isinstance(X, torch.Tensor) else ""))
+    if X.ndim != 3 or min(X.shape) < 1:
+        raise ValueError(f"X must have shape [N, n, d] with N, n, d >= 1, got {tuple(X.shape)}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError("X contains nan or inf")
+    return X
+
+
+def _seed(seed: object) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {seed!r} of type {type(seed).__name__}")
+    return int(seed)
+
+
+def block(X: torch.Tensor, theta: dict[str, torch.Tensor], tau: float = 1.0) -> torch.Tensor:
+    """One block SA -> FF, ``FF(SA(X))``, with rank-one ``A = q k^T`` and softmax at ``tau``:
+
+    ``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with ``pi_i = softmax_l(<A x_i, x_l> / tau)``, and
+    ``FF(z) = eta z + W relu(U z + b)``. This equals ``feed_forward(self_attention(X, q k^T, rho, V,
+    tau), eta, W, U, b)`` of :mod:`sxor.interp.layers` (tested) but uses the rank-one form of the
+    scores, ``<A x_i, x_l> = (k . x_i)(q . x_l)``, and skips the validation of the layers, so that
+    a training step costs about a millisecond.
+
+    Accepts ``X`` a float tensor ``[N, n, d]`` and ``theta`` a dict of float tensors of ``X``'s
+    dtype with the keys :data:`PARAMETER_NAMES` and shapes ``q, k [d]``, ``rho, eta []``,
+    ``V [d, d]``, ``W [d, w]``, ``U [w, d]``, ``b [w]``; ``tau > 0`` finite. Anything else raises
+    ``TypeError``/``ValueError`` naming the argument (and the dimensions, for a shape mismatch).
+    """
+    X = _check_X(X)
+    _check_theta(theta, X)
+    tau = _real("tau", tau, positive=True)
+    return _block(X, theta, tau)
+
+
+def _block(X: torch.Tensor, theta: dict[str, torch.Tensor], tau: float) -> torch.Tensor:
+    S = (X @ theta["k"]).unsqueeze(-1) * (X @ theta["q"]).unsqueeze(-2)
+    Z = theta["rho"] * X + (torch.softmax(S / tau, dim=-1) @ X) @ theta["V"].T
+    return theta["eta"] * Z + torch.relu(Z @ theta["U"].T + theta["b"]) @ theta["W"].T
+
+
+def _loss(X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor], tau: float) -> torch.Tensor:
+    return ((_block(X, theta, tau) - Y) ** 2).sum(-1).amax(-1).mean()
 
 
 def loss(X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor], tau: float = 1.0) -> torch.Tensor:
-    """``J(theta) = mean_j d_H(T(X_j), {y_j})^2`` for ``X [N, n, d]``, ``Y [N, 1, d]``."""
-    return hausdorff_squared(block(X, theta, tau), Y).mean()
+    """``J(theta) = mean_j max_i |T_theta(X_j)_i - y_j|^2``, the mean squared Hausdorff distance
+    from the output tokens to the singleton targets, for ``X [N, n, d]`` and ``Y [N, 1, d]`` (same
+    dtype). Differentiable in ``theta``; arguments as in :func:`block`."""
+    X = _check_X(X)
+    _check_theta(theta, X)
+    tau = _real("tau", tau, positive=True)
+    if not isinstance(Y, torch.Tensor) or Y.dtype != X.dtype or tuple(Y.shape) != (X.shape[0], 1, X.shape[2]):
+        got = f"{tuple(Y.shape)} {Y.dtype}" if isinstance(Y, torch.Tensor) else type(Y).__name__
+        raise ValueError(f"Y must be a {X.dtype} tensor of shape [N, 1, d] = {(X.shape[0], 1, X.shape[2])}, got {got}")
+    if not bool(torch.isfinite(Y).all()):
+        raise ValueError("Y contains nan or inf")
+    return _loss(X, Y, theta, tau)
 
 
 def tikhonov_data(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, seed: int = 0,
                   dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> TikhonovData:
-    """The authors' dataset: ``X ~ U[0,1]^(N x n x d)``, ``y_j = FF*(SA*(X_j))`` (see module doc)."""
-    if min(N, n, d, width) < 1:
-        raise ValueError(f"N, n, d, width must be >= 1, got {N}, {n}, {d}, {width}")
-    gen = torch.Generator(device=device or "cpu").manual_seed(seed)
+    """The authors' dataset: ``X ~ U[0,1]^(N x n x d)``, ``y_j = FF*(SA*(X_j))`` (see module doc).
+
+    ``N, n, d, width`` positive ints (a float, even ``6.0``, is refused), ``dtype`` a float dtype."""
+    N, n, d, width = (_positive_int(k, v) for k, v in (("N", N), ("n", n), ("d", d), ("width", width)))
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    gen = torch.Generator(device=device or "cpu").manual_seed(_seed(seed))
     kw = {"dtype": dtype, "device": device}
     X = torch.rand(N, n, d, generator=gen, **kw)
     theta = {
@@ -82,9 +177,15 @@ def tikhonov_data(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, see
 
 def init_parameters(d: int, width: int = 4, *, seed: int = 0, scale: float = 1.0, dtype: torch.dtype = torch.float64,
                     device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
-    """PyTorch-default-like initialisation (as in the authors' code): matrices and vectors
-    ``U[-s/sqrt(fan_in), s/sqrt(fan_in)]`` with ``s = scale``; ``rho = eta = 0``."""
-    gen = torch.Generator(device=device or "cpu").manual_seed(seed)
+    """PyTorch-default initialisation of the authors' ``nn.Linear`` layers: every matrix and bias
+    ``U[-s/sqrt(fan_in), s/sqrt(fan_in)]`` with ``s = scale``; ``rho = eta = 0``.
+
+    ``d, width`` positive ints, ``scale >= 0`` finite, ``dtype`` a float dtype."""
+    d, width = _positive_int("d", d), _positive_int("width", width)
+    scale = _real("scale", scale, minimum=0.0)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    gen = torch.Generator(device=device or "cpu").manual_seed(_seed(seed))
     kw = {"dtype": dtype, "device": device}
 
     def uniform(shape, fan_in):
@@ -97,45 +198,126 @@ def init_parameters(d: int, width: int = 4, *, seed: int = 0, scale: float = 1.0
 
 
 def perturbed(theta: dict[str, torch.Tensor], sigma: float, *, seed: int = 0) -> dict[str, torch.Tensor]:
-    """``theta + sigma * N(0, 1)`` entrywise (a fresh, trainable copy): an initialisation in the
-    basin of the exact interpolant ``theta*`` when ``sigma`` is small."""
-    if sigma < 0:
-        raise ValueError(f"sigma must be >= 0, got {sigma}")
+    """``theta + sigma * N(0, 1)`` entrywise (a fresh, trainable copy); ``sigma >= 0`` finite,
+    ``theta`` a non-empty dict of finite float tensors, ``seed`` an int."""
+    sigma = _real("sigma", sigma, minimum=0.0)
+    _check_params(theta)
     first = next(iter(theta.values()))
-    gen = torch.Generator(device=first.device).manual_seed(seed)
+    gen = torch.Generator(device=first.device).manual_seed(_seed(seed))
     return {name: (p.detach() + sigma * torch.randn(p.shape, generator=gen, dtype=p.dtype, device=p.device)).requires_grad_(True)
             for name, p in theta.items()}
 
 
-def sq_norm(theta: dict[str, torch.Tensor]) -> float:
-    """``|theta|^2`` over every parameter."""
+def _check_params(theta: object) -> None:
+    if not isinstance(theta, dict) or not theta:
+        raise TypeError(f"theta must be a non-empty dict of float tensors, got {type(theta).__name__}")
+    for name, p in theta.items():
+        if not isinstance(p, torch.Tensor) or not p.is_floating_point():
+            raise TypeError(f"theta[{name!r}] must be a float tensor, got "
+                            + (f"dtype {p.dtype}" if isinstance(p, torch.Tensor) else type(p).__name__))
+        if not bool(torch.isfinite(p.detach()).all()):
+            raise ValueError(f"theta[{name!r}] contains nan or inf")
+
+
+def _sq_norm(theta: dict[str, torch.Tensor]) -> float:
     return float(sum((p.detach().double() ** 2).sum() for p in theta.values()))
 
 
-def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, steps: int, *, lr: float = 1e-3,
-          tau: float = 1.0, record_every: int = 0) -> dict:
-    """Adam (``weight_decay = epsilon``, coupled), cosine-annealed over ``steps``, full batch.
+def sq_norm(theta: dict[str, torch.Tensor]) -> float:
+    """``|theta|^2`` over every parameter (accumulated in float64). ``theta`` a non-empty dict of
+    finite float tensors; anything else raises ``TypeError``/``ValueError``."""
+    _check_params(theta)
+    return _sq_norm(theta)
 
-    Trains ``theta`` in place and returns ``{"loss": J at the end, "min_loss": smallest J seen,
-    "objective": J + (eps/2)|theta|^2 at the end, "sq_norm": |theta|^2, "curve": [(step, J)]}``."""
-    if epsilon < 0 or steps < 1:
-        raise ValueError(f"need epsilon >= 0 and steps >= 1, got {epsilon}, {steps}")
-    params = list(theta.values())
+
+def log_spaced_steps(steps: int, per_decade: int = 40) -> list[int]:
+    """The steps ``1..steps`` at which a curve is recorded: about ``per_decade`` per decade, evenly
+    spaced in ``log(step)``, always including 1 and ``steps`` (sorted, no repeats)."""
+    steps, per_decade = _positive_int("steps", steps), _positive_int("per_decade", per_decade)
+    count = int(math.ceil(math.log10(steps) * per_decade)) + 1 if steps > 1 else 1
+    out = {1, steps}
+    for i in range(count):
+        out.add(int(round(10 ** (i / per_decade))))
+    return sorted(s for s in out if 1 <= s <= steps)
+
+
+def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, steps: int, *, lr: float = 1e-3,
+          tau: float = 1.0, record: str | int = "log") -> dict:
+    """Adam (``weight_decay = epsilon``, coupled), learning rate cosine-annealed from ``lr`` to 0
+    over ``steps``, full batch: the authors' ``train_model`` with ``batch_size = N``.
+
+    Trains ``theta`` in place. The loss of step ``t`` is evaluated before its update, as the
+    authors' per-epoch loss is. Returns
+
+    * ``loss``, ``objective``, ``sq_norm``: ``J``, ``J_eps = J + (eps/2)|theta|^2`` and
+      ``|theta|^2`` at the final parameters;
+    * ``min_loss``, ``min_objective``: the smallest ``J`` and ``J_eps`` over the run (the
+      authors plot the smallest epoch loss);
+    * ``grad_norm``: ``|grad J_eps|`` at the final parameters (a measure of stationarity);
+    * ``curve``: ``[[step, J, J_eps, |theta|^2], ...]`` at :func:`log_spaced_steps` when
+      ``record == "log"``, every ``record`` steps for an int, nothing for ``0``.
+
+    ``epsilon >= 0`` and ``lr > 0`` finite reals, ``steps >= 1`` an int; ``theta`` of the data's
+    dtype (see :func:`block`), every parameter requiring grad. Anything else raises
+    ``TypeError``/``ValueError`` naming the argument, as does a run whose loss becomes nan or inf
+    (it names the step)."""
+    if not isinstance(data, TikhonovData):
+        raise TypeError(f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}")
+    epsilon = _real("epsilon", epsilon, minimum=0.0)
+    steps = _positive_int("steps", steps)
+    lr = _real("lr", lr, positive=True)
+    tau = _real("tau", tau, positive=True)
+    _check_theta(theta, data.X)
+    if record == "log":
+        wanted = set(log_spaced_steps(steps))
+    elif isinstance(record, numbers.Integral) and not isinstance(record, bool) and record >= 0:
+        wanted = set(range(int(record), steps + 1, int(record))) | {1} if record else set()
+    else:
+        raise ValueError(f"record must be 'log' or an int >= 0, got {record!r}")
+    params = [theta[name] for name in PARAMETER_NAMES]
+    if not all(p.requires_grad for p in params):
+        raise ValueError("every parameter of theta must require grad (init_parameters and perturbed do this)")
     opt = torch.optim.Adam(params, lr=lr, weight_decay=epsilon)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    best, curve = math.inf, []
+    best, best_obj, curve = math.inf, math.inf, []
     for step in progress(range(1, steps + 1), desc=f"eps={epsilon:g}"):
         opt.zero_grad()
-        J = loss(data.X, data.Y, theta, tau)
+        J = _loss(data.X, data.Y, theta, tau)
         J.backward()
+        value = float(J.detach())
+        if not math.isfinite(value):
+            raise ValueError(f"training diverged: J = {value} at step {step} (epsilon = {epsilon}, lr = {lr})")
+        norm = _sq_norm(theta) if (step in wanted or epsilon > 0) else 0.0
+        objective = value + epsilon / 2 * norm
+        best, best_obj = min(best, value), min(best_obj, objective)
+        if step in wanted:
+            curve.append([step, value, objective, norm])
         opt.step()
         sched.step()
-        value = float(J.detach())
-        best = min(best, value)
-        if record_every and (step % record_every == 0 or step == 1):
-            curve.append((step, value))
-    with torch.no_grad():
-        final = float(loss(data.X, data.Y, theta, tau))
-    best = min(best, final)
-    return {"loss": final, "min_loss": best, "objective": final + epsilon / 2 * sq_norm(theta),
-            "sq_norm": sq_norm(theta), "curve": curve}
+    J = _loss(data.X, data.Y, theta, tau)
+    penalty = epsilon / 2 * sum((p ** 2).sum() for p in params)
+    grads = torch.autograd.grad(J + penalty, params)
+    final, norm = float(J.detach()), _sq_norm(theta)
+    for p in params:
+        p.grad = None
+    return {"loss": final, "min_loss": min(best, final), "objective": final + epsilon / 2 * norm,
+            "min_objective": min(best_obj, final + epsilon / 2 * norm), "sq_norm": norm,
+            "grad_norm": float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads))), "curve": curve}
+
+
+def warm_start_sweep(data: TikhonovData, theta: dict[str, torch.Tensor], epsilons: list[float], steps: list[int], *,
+                     lr: float = 1e-3, tau: float = 1.0, record: str | int = "log") -> list[dict]:
+    """The authors' sweep (their ``tikhonovEpsilon.py``): one model trained through ``epsilons`` in
+    turn, ``steps[i]`` steps at ``epsilons[i]``, each stage a fresh :func:`train` (new Adam state,
+    new cosine schedule) started from where the previous stage ended. Returns the list of
+    :func:`train` results, each with ``epsilon`` and ``steps`` added. ``epsilons`` and ``steps``
+    are non-empty lists of the same length."""
+    if not isinstance(epsilons, (list, tuple)) or not isinstance(steps, (list, tuple)):
+        raise TypeError("epsilons and steps must be lists")
+    if not epsilons or len(epsilons) != len(steps):
+        raise ValueError(f"epsilons and steps must be non-empty and of equal length, got {len(epsilons)} and {len(steps)}")
+    out = []
+    for eps, n_steps in zip(epsilons, steps):
+        result = train(data, theta, eps, n_steps, lr=lr, tau=tau, record=record)
+        out.append({"epsilon": eps, "steps": n_steps, **result})
+    return out
