@@ -176,3 +176,21 @@ def test_clopper_pearson_interval():
     assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** 0.1, abs=1e-9)
     with pytest.raises(ValueError):
         clopper_pearson(11, 10)
+
+
+def test_a_run_stops_only_when_the_test_check_confirms_validation():
+    # one validation sample: a width-1 network fits it long before the population loss is small, so
+    # validation passes at checks where the test set does not; such runs must keep training to the budget
+    runs = train_ffnn(6, [1, 4], (1, 4), restarts=6, max_steps=300, n_val=1, seed=2)
+    assert int(runs.rejected[0].sum()) > 0
+    assert not runs.success[0].any() and bool((runs.steps[0] == -1).all())
+    ok = runs.success
+    assert bool((runs.test_loss[ok] < runs.target).all())
+    assert runs.held_out_loss.shape == runs.steps.shape
+    records = width_records(runs)
+    assert records[0]["rejected_runs"] == int((runs.rejected[0] > 0).sum()) > 0
+    assert records[0]["samples_per_success"] is None  # rejected runs are failures, charged the budget
+    r = records[1]
+    assert r["held_out_failures"] == int((ok[1] & (runs.held_out_loss[1] >= runs.target)).sum())
+    if r["successes"]:
+        assert r["max_held_out_loss"] == pytest.approx(float(runs.held_out_loss[1][ok[1]].max()))

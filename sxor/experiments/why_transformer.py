@@ -2,8 +2,9 @@
 
 ``why-transformer``: for each ``d``, two-layer ReLU networks of every width in ``1..8``, each with
 ``restarts`` independent restarts (data and initialisation), trained online with Adam for at most
-``max_steps`` steps (:func:`sxor.xor.ffnn.train_ffnn`, early stop at test loss ``< 0.01``); one
-record per ``(d, width)`` (:func:`sxor.xor.ffnn.width_records`). The transformer's side is *not*
+``max_steps`` steps (:func:`sxor.xor.ffnn.train_ffnn`: a run stops at the first check where its
+validation loss *and* its test loss are below ``0.01``, else it trains to the budget; the kept
+network is then scored on a third, untouched sample set); one record per ``(d, width)`` (:func:`sxor.xor.ffnn.width_records`). The transformer's side is *not*
 run here: it is read from the one-step chapter's committed grid (``one-step-grid``), so that both
 chapters report the same numbers; :func:`transformer_smallest_m` reads it at a given reliability.
 """
