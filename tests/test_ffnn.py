@@ -194,3 +194,19 @@ def test_a_run_stops_only_when_the_test_check_confirms_validation():
     assert r["held_out_failures"] == int((ok[1] & (runs.held_out_loss[1] >= runs.target)).sum())
     if r["successes"]:
         assert r["max_held_out_loss"] == pytest.approx(float(runs.held_out_loss[1][ok[1]].max()))
+
+
+def test_the_interval_rule_is_the_same_for_both_models():
+    from sxor.experiments.why_transformer import (consistent_with, ffnn_consistent_width, smallest_consistent,
+                                                  transformer_consistent_m)
+
+    assert consistent_with(7, 10) and not consistent_with(6, 10)  # upper ends 0.933 and 0.878
+    assert consistent_with(888, 1000) and not consistent_with(870, 1000)
+    # a consistent size followed by one shown below the rate does not count
+    assert smallest_consistent([(1, 9, 10), (2, 2, 10), (3, 10, 10)]) == 3
+    assert smallest_consistent([(1, 1, 10), (2, 2, 10)]) is None
+    records = [{"d": 8, "width": w, "successes": s, "restarts": 10} for w, s in [(1, 0), (2, 6), (3, 7), (4, 10)]]
+    assert ffnn_consistent_width(records)[8]["width"] == 3
+    grid = {"records": [{"d": 64, "m": m, "success": s, "seeds": 1000} for m, s in [(8, 712), (12, 870), (16, 888),
+                                                                                  (20, 904)]]}
+    assert transformer_consistent_m(grid) == {64: 16}
