@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import sxor
-from sxor.experiments.beyond_two_bits import PERMUTATION_RATE, collisions, seeds_to_separate
+from sxor.experiments.beyond_two_bits import PERMUTATION_RATE, collisions, seeds_to_separate, two_bit_one_step
 from sxor.xor.dynamics import parity_labels, parity_predict
 
 
@@ -43,3 +43,18 @@ def test_the_model_must_carry_the_label_sign_for_every_k(k):
     # x -> -x multiplies f and y by the same (-1)^k: the loss is invariant for every k
     torch.testing.assert_close(parity_predict(-x, onehot), (-1) ** k * f)
     torch.testing.assert_close(parity_labels(-x, support), (-1) ** k * y)
+
+
+def test_two_bit_control_counts_the_successes_of_one_step():
+    etas = [1e4, 1e8]
+    got = two_bit_one_step(40, 10, 6, etas)
+    inst = sxor.xor.sweeps.random_instances(40, 10, 6, seed=0)
+    for eta in etas:
+        res = sxor.one_step(inst.V, inst.theta0, inst.support, eta, "softmax")
+        want = sxor.xor.metrics.success(res.loss, res.attention, res.attention_tilde, inst.support)
+        assert got[eta] == int(want.sum())
+    assert 0 < got[1e8] < 40  # at m = 6 < d = 10 some instances fail, some succeed
+    with pytest.raises(ValueError):
+        two_bit_one_step(0, 10, 6, etas)
+    with pytest.raises(ValueError):
+        two_bit_one_step(5, 10, 6, [0.0])

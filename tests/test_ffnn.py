@@ -176,3 +176,37 @@ def test_clopper_pearson_interval():
     assert clopper_pearson(0, 10)[1] == pytest.approx(1 - 0.025 ** 0.1, abs=1e-9)
     with pytest.raises(ValueError):
         clopper_pearson(11, 10)
+
+
+def test_a_run_stops_only_when_the_test_check_confirms_validation():
+    # one validation sample: a width-1 network fits it long before the population loss is small, so
+    # validation passes at checks where the test set does not; such runs must keep training to the budget
+    runs = train_ffnn(6, [1, 4], (1, 4), restarts=6, max_steps=300, n_val=1, seed=2)
+    assert int(runs.rejected[0].sum()) > 0
+    assert not runs.success[0].any() and bool((runs.steps[0] == -1).all())
+    ok = runs.success
+    assert bool((runs.test_loss[ok] < runs.target).all())
+    assert runs.held_out_loss.shape == runs.steps.shape
+    records = width_records(runs)
+    assert records[0]["rejected_runs"] == int((runs.rejected[0] > 0).sum()) > 0
+    assert records[0]["samples_per_success"] is None  # rejected runs are failures, charged the budget
+    r = records[1]
+    assert r["held_out_failures"] == int((ok[1] & (runs.held_out_loss[1] >= runs.target)).sum())
+    if r["successes"]:
+        assert r["max_held_out_loss"] == pytest.approx(float(runs.held_out_loss[1][ok[1]].max()))
+
+
+def test_the_interval_rule_is_the_same_for_both_models():
+    from sxor.experiments.why_transformer import (consistent_with, ffnn_consistent_width, smallest_consistent,
+                                                  transformer_consistent_m)
+
+    assert consistent_with(7, 10) and not consistent_with(6, 10)  # upper ends 0.933 and 0.878
+    assert consistent_with(888, 1000) and not consistent_with(870, 1000)
+    # a consistent size followed by one shown below the rate does not count
+    assert smallest_consistent([(1, 9, 10), (2, 2, 10), (3, 10, 10)]) == 3
+    assert smallest_consistent([(1, 1, 10), (2, 2, 10)]) is None
+    records = [{"d": 8, "width": w, "successes": s, "restarts": 10} for w, s in [(1, 0), (2, 6), (3, 7), (4, 10)]]
+    assert ffnn_consistent_width(records)[8]["width"] == 3
+    grid = {"records": [{"d": 64, "m": m, "success": s, "seeds": 1000} for m, s in [(8, 712), (12, 870), (16, 888),
+                                                                                  (20, 904)]]}
+    assert transformer_consistent_m(grid) == {64: 16}

@@ -66,6 +66,26 @@ def k3_instances(num: int, d: int, m: int, scheme: str, *, seed: int = 0, device
     return inst.V, parity_inits(inst.theta0, scheme, generator=gen), support
 
 
+def two_bit_one_step(num: int, d: int, m: int, etas, *, seed: int = 0, device=None) -> dict[float, int]:
+    """The two-bit control at the same ``(d, m)``: ``{eta: successes}`` of one population step of size
+    ``eta`` from the antisymmetric initialisation (:func:`sxor.xor.population.one_step`, softmax) on
+    the instances ``seed, ..., seed + num - 1`` of :func:`sxor.xor.sweeps.random_instances`, success
+    as everywhere in the book (:func:`sxor.xor.metrics.success`)."""
+    from ..xor.metrics import success
+    from ..xor.population import one_step
+
+    if isinstance(num, bool) or int(num) != num or num < 1:
+        raise ValueError(f"num must be a positive integer, got {num}")
+    inst = random_instances(num, d, m, seed=seed, device=device)
+    out = {}
+    for eta in etas:
+        if not float(eta) > 0:
+            raise ValueError(f"every eta must be positive, got {eta}")
+        res = one_step(inst.V, inst.theta0, inst.support, float(eta), "softmax")
+        out[float(eta)] = int(success(res.loss, res.attention, res.attention_tilde, inst.support).sum())
+    return out
+
+
 @register("beyond-two-bits", "three heads on 3-sparse parity: population GD from three init schemes", plot=lambda r: plot_k3(r))
 def run_k3(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, K3_SIZES)

@@ -2,8 +2,9 @@
 
 ``why-transformer``: for each ``d``, two-layer ReLU networks of every width in ``1..8``, each with
 ``restarts`` independent restarts (data and initialisation), trained online with Adam for at most
-``max_steps`` steps (:func:`sxor.xor.ffnn.train_ffnn`, early stop at test loss ``< 0.01``); one
-record per ``(d, width)`` (:func:`sxor.xor.ffnn.width_records`). The transformer's side is *not*
+``max_steps`` steps (:func:`sxor.xor.ffnn.train_ffnn`: a run stops at the first check where its
+validation loss *and* its test loss are below ``0.01``, else it trains to the budget; the kept
+network is then scored on a third, untouched sample set); one record per ``(d, width)`` (:func:`sxor.xor.ffnn.width_records`). The transformer's side is *not*
 run here: it is read from the one-step chapter's committed grid (``one-step-grid``), so that both
 chapters report the same numbers; :func:`transformer_smallest_m` reads it at a given reliability.
 """
@@ -81,6 +82,49 @@ def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float,
     return lower, upper
 
 
+def consistent_with(successes: int, n: int, rate: float = RELIABILITY, level: float = 0.95) -> bool:
+    """The interval rule used for both models: a success rate is *consistent with* ``rate`` or more
+    if the upper end of its exact ``level`` interval (:func:`clopper_pearson`) is at least ``rate``."""
+    return clopper_pearson(successes, n, level)[1] >= rate
+
+
+def smallest_consistent(rows: list[tuple[int, int, int]], rate: float = RELIABILITY,
+                        level: float = 0.95) -> int | None:
+    """Smallest size ``s`` of ``rows = [(size, successes, n), ...]`` from which *every* size
+    ``>= s`` has a rate :func:`consistent_with` ``rate`` (so a size that is, and a larger one that is
+    shown below ``rate``, does not count); ``None`` if the largest size is not consistent."""
+    rows = sorted(rows)
+    best = None
+    for size, k, n in reversed(rows):
+        if not consistent_with(k, n, rate, level):
+            break
+        best = size
+    return best
+
+
+def ffnn_consistent_width(records: list[dict], rate: float = RELIABILITY) -> dict[int, dict]:
+    """``{d: record of the smallest width consistent with rate}`` (:func:`smallest_consistent` over
+    the widths of the FFNN records)."""
+    out = {}
+    for d in sorted({r["d"] for r in records}):
+        rows = {r["width"]: r for r in records if r["d"] == d}
+        w = smallest_consistent([(w, r["successes"], r["restarts"]) for w, r in rows.items()], rate)
+        if w is not None:
+            out[d] = rows[w]
+    return out
+
+
+def transformer_consistent_m(grid: dict, rate: float = RELIABILITY) -> dict[int, int]:
+    """``{d: smallest grid m consistent with rate}`` (:func:`smallest_consistent` over the ``m`` of
+    the one-step grid's records at each ``d``)."""
+    out = {}
+    for d in sorted({r["d"] for r in grid["records"]}):
+        m = smallest_consistent([(r["m"], r["success"], r["seeds"]) for r in grid["records"] if r["d"] == d], rate)
+        if m is not None:
+            out[d] = m
+    return out
+
+
 def rate_table(records: list[dict]) -> tuple[list[int], list[int], np.ndarray]:
     """``(ds, widths, rates [widths, ds])`` of the FFNN records (``nan`` where a cell was not run)."""
     ds = sorted({r["d"] for r in records})
@@ -150,4 +194,5 @@ def smallest_parameters(records: list[dict], rate: float) -> dict[int, int]:
 
 
 __all__ = ["FFNN_TRAINING", "FFNN_DTYPE", "RELIABILITY", "SIZES", "run", "transformer_smallest_m", "clopper_pearson",
+           "consistent_with", "smallest_consistent", "ffnn_consistent_width", "transformer_consistent_m",
            "rate_table", "plot_rates", "plot_parameters", "smallest_parameters", "parameter_count"]

@@ -127,19 +127,22 @@ class WidthRuns(NamedTuple):
     batch: int  #: fresh training samples per step and restart
     max_steps: int  #: the step budget
     target: float  #: the loss a run must reach
-    steps: torch.Tensor  #: first validation check below ``target``, ``-1`` if none within the budget, ``[W, R]``
-    test_loss: torch.Tensor  #: loss of the returned parameters on fresh test samples, ``[W, R]``
+    steps: torch.Tensor  #: first check below ``target`` on validation *and* test set, ``-1`` if none, ``[W, R]``
+    test_loss: torch.Tensor  #: loss of the returned parameters on the test set, ``[W, R]``
     test_loss_se: torch.Tensor  #: its standard error, ``[W, R]``
-    params: list[FFNNParams]  #: for each width, the parameters when ``target`` was reached, else the final ones
+    params: list[FFNNParams]  #: for each width, the parameters when the run stopped, else the final ones
+    rejected: torch.Tensor  #: checks at which validation was below ``target`` but the test set was not, ``[W, R]``
+    held_out_loss: torch.Tensor  #: loss of the returned parameters on a third, untouched sample set, ``[W, R]``
+    held_out_se: torch.Tensor  #: its standard error, ``[W, R]``
 
     @property
     def success(self) -> torch.Tensor:
-        """Below ``target`` on the validation set during training *and* on the test set, ``[W, R]``."""
-        return (self.steps > 0) & (self.test_loss < self.target)
+        """The run stopped: below ``target`` on the validation and the test set at one check, ``[W, R]``."""
+        return self.steps > 0
 
     @property
     def samples(self) -> torch.Tensor:
-        """Fresh training samples seen until ``target`` was reached, ``steps * batch``, or ``-1``, ``[W, R]``."""
+        """Fresh training samples seen until the run stopped, ``steps * batch``, or ``-1``, ``[W, R]``."""
         return torch.where(self.steps > 0, self.steps * self.batch, self.steps)
 
 
@@ -170,10 +173,15 @@ def train_ffnn(
     the hidden units of every width sit side by side, so a step is one batched matrix product per
     layer, with the backward pass and Adam (PyTorch's default constants, :data:`ADAM`) written out.
 
-    Every ``eval_every`` steps each network's loss on its validation set is checked; ``steps`` records
-    the first check below ``target``, and the parameters at that moment are kept (early stopping).
-    Training ends when every network has reached ``target`` or after ``max_steps``. The test loss is
-    that of the kept parameters on the test samples, which played no part in training or stopping.
+    Every ``eval_every`` steps each network's loss on its validation set is checked; a network whose
+    validation loss is below ``target`` is then checked on its test set, and it *stops* (its parameters
+    are kept, ``steps`` records the check) only if that loss is below ``target`` too. A network that
+    passes validation but not the test check keeps training (``rejected`` counts such checks), so a
+    run that merely grazes ``target`` is not counted as a failure at an early step: every run either
+    stops on a confirmed loss below ``target`` or trains to the budget ``max_steps``. Training ends when
+    every network has stopped or after ``max_steps``. Because the test set takes part in stopping, the
+    kept parameters are finally evaluated on a third sample set of size ``n_test`` that played no
+    part in training or stopping (``held_out_loss``).
     The loop runs on one CPU thread (restored afterwards): its tensors are too small to share.
     """
     check_dims(d)
@@ -213,7 +221,9 @@ def train_ffnn(
     eval_gen = torch.Generator(device=device or "cpu").manual_seed(seed + 1_000_000_007)
     x_val, y_val = _samples(R, n_val, d, support, eval_gen, dtype, device)
     x_test, y_test = _samples(R, n_test, d, support, eval_gen, dtype, device)
+    x_hold, y_hold = _samples(R, n_test, d, support, eval_gen, dtype, device)
     steps = torch.full((nW, R), -1, dtype=torch.long)
+    rejected = torch.zeros((nW, R), dtype=torch.long)
     beta1, beta2, eps = ADAM
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the tensors are small: intra-op threads only add synchronisation
@@ -236,7 +246,12 @@ def train_ffnn(
             torch._foreach_addcdiv_(params, m1, denom, value=-lr / (1 - beta1**step))
             if step % eval_every == 0:
                 val = _losses(x_val, y_val, W, b, a, c, onehot).T.cpu()  # [nW, R]
-                new = (steps < 0) & (val < target)
+                candidate = (steps < 0) & (val < target)
+                new = candidate
+                if bool(candidate.any()):
+                    test_now = _losses(x_test, y_test, W, b, a, c, onehot).T.cpu()
+                    new = candidate & (test_now < target)
+                    rejected += (candidate & ~new).long()
                 if bool(new.any()):
                     steps[new] = step
                     unit_new = new.T.to(device)[:, group]  # [R, U]
@@ -252,25 +267,32 @@ def train_ffnn(
              zip(params, kept, [done[:, group].unsqueeze(-1), done[:, group], done[:, group], done])]
     with torch.no_grad():
         per_sample = 0.5 * (_forward(x_test, *final, onehot) - y_test.unsqueeze(-1)) ** 2  # [R, n, nW]
+        held = 0.5 * (_forward(x_hold, *final, onehot) - y_hold.unsqueeze(-1)) ** 2  # [R, n, nW]
     test = per_sample.mean(1).T.cpu()
     test_se = (per_sample.std(1) / math.sqrt(n_test)).T.cpu()
+    hold = held.mean(1).T.cpu()
+    hold_se = (held.std(1) / math.sqrt(n_test)).T.cpu()
     out_params, start = [], 0
     for k, w in enumerate(widths):
         sl = slice(start, start + w)
         out_params.append(FFNNParams(final[0][:, sl].clone(), final[1][:, sl].clone(), final[2][:, sl].clone(),
                                      final[3][:, k].clone()))
         start += w
-    return WidthRuns(d, widths, batch, max_steps, target, steps, test, test_se, out_params)
+    return WidthRuns(d, widths, batch, max_steps, target, steps, test, test_se, out_params, rejected, hold, hold_se)
 
 
 def width_records(runs: WidthRuns) -> list[dict]:
     """One record per width of :func:`train_ffnn`'s outcome.
 
-    Fields: ``d, width, parameters, restarts, successes``, the step of first success of every
-    restart (``steps``, ``-1`` for a run censored at the budget), the ``median_samples`` and quartiles
-    of the successful runs (``None`` without a success), ``samples_per_success`` (the samples that
-    all restarts consumed, failed ones at the full budget, divided by the successes: the cost of one
-    success when failures are counted), and the median and smallest test loss over restarts.
+    Fields: ``d, width, parameters, restarts, successes``, the stopping step of every restart
+    (``steps``, ``-1`` for a run censored at the budget), the ``median_samples`` and quartiles of the
+    successful runs (``None`` without a success), ``samples_per_success`` (the samples that all
+    restarts consumed, failed ones at the full budget, divided by the successes: the cost of one
+    success when failures are counted), the median and smallest test loss over restarts,
+    ``rejected_runs`` (restarts whose validation loss passed ``target`` at some check where the
+    test loss did not, so that they trained on; successful or not), ``held_out_failures``
+    (successful runs whose loss on the untouched third sample set is not below ``target``) and the
+    largest held-out loss of a successful run (``None`` without a success).
     """
     records = []
     for k, w in enumerate(runs.widths):
@@ -290,6 +312,9 @@ def width_records(runs: WidthRuns) -> list[dict]:
             "samples_per_success": float(spent) / int(ok.sum()) if ok.any() else None,
             "median_test_loss": float(runs.test_loss[k].median()),
             "min_test_loss": float(runs.test_loss[k].min()),
+            "rejected_runs": int((runs.rejected[k] > 0).sum()),
+            "held_out_failures": int((ok & (runs.held_out_loss[k] >= runs.target)).sum()),
+            "max_held_out_loss": float(runs.held_out_loss[k][ok].max()) if ok.any() else None,
         })
     return records
 

@@ -13,7 +13,8 @@ training dynamics or because no pair of queries reaches a low loss. Two tools an
 * two *lower* bounds proved in the chapter: :data:`ERF_LOSS_FLOOR`, valid for every pair of
   queries whenever the origin lies in the convex hull of the non-target embeddings
   (:func:`erf_floor_probability` is the probability of that by Wendel's theorem), and
-  :func:`linear_loss_floor`, a floor for linear attention from the leverages of ``span(1, V)``.
+  :func:`linear_loss_floor`, a floor for linear attention from the leverages of ``span(1, V)``;
+* :func:`origin_in_hull` certifies the erf floor's hypothesis per instance (:func:`erf_floor_certified`).
 """
 
 from __future__ import annotations
@@ -143,3 +144,96 @@ def linear_loss_floor(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     tau2 = ((qa * qa).sum(-1) * (qb * qb).sum(-1) + (qa * qb).sum(-1) ** 2) / 2
     floor = 0.5 - tau2 / (1 - eps)
     return torch.where(eps < 1, floor, torch.full_like(floor, math.nan))
+
+
+def min_norm_point(points: torch.Tensor, *, max_iter: int = 10_000) -> tuple[torch.Tensor, list[int], torch.Tensor]:
+    """Wolfe's (1976) algorithm for the point of smallest norm in the convex hull of ``points [N, m]``
+    (float64 on the CPU). Returns ``(x, corral, weights)``: ``x [m]``, the indices of the affinely
+    independent points whose convex combination with positive ``weights`` is ``x``. A floating-point
+    result: :func:`origin_in_hull` turns it into a certificate."""
+    if points.dim() != 2 or points.shape[0] < 1:
+        raise ValueError(f"points must have shape [N, m] with N >= 1, got {tuple(points.shape)}")
+    P = points.detach().to("cpu", torch.float64)
+    scale = float((P * P).sum(-1).max())
+    tol = 1e-12 * max(scale, 1e-300)
+    j = int((P * P).sum(-1).argmin())
+    S, w = [j], torch.ones(1, dtype=torch.float64)
+    for _ in range(max_iter):
+        x = w @ P[S]
+        dots = P @ x
+        j = int(dots.argmin())
+        if float(x @ x - dots[j]) <= tol or j in S or len(S) > P.shape[1]:
+            break
+        S, w = S + [j], torch.cat([w, torch.zeros(1, dtype=torch.float64)])
+        for _ in range(max_iter):  # minor cycle: move towards the affine minimiser of the corral
+            Q = P[S]
+            k = len(S)
+            kkt = torch.zeros(k + 1, k + 1, dtype=torch.float64)
+            kkt[:k, :k], kkt[:k, k], kkt[k, :k] = Q @ Q.T, 1.0, 1.0
+            rhs = torch.zeros(k + 1, dtype=torch.float64)
+            rhs[k] = 1.0
+            alpha = torch.linalg.lstsq(kkt, rhs.unsqueeze(-1)).solution[:k, 0]
+            if bool((alpha > 1e-15).all()):
+                w = alpha
+                break
+            neg = alpha <= 1e-15
+            ratio = w[neg] / (w[neg] - alpha[neg])
+            theta = float(ratio.min()) if ratio.numel() else 1.0
+            w = (1 - theta) * w + theta * alpha
+            keep = w > 1e-15
+            S, w = [s for s, k_ in zip(S, keep.tolist()) if k_], w[keep]
+            w = w / w.sum()
+    return w @ P[S], S, w
+
+
+def origin_in_hull(points: torch.Tensor) -> int:
+    """Certify whether ``0`` lies in the convex hull of ``points [N, m]``: ``+1`` certified inside,
+    ``-1`` certified outside, ``0`` undecided (rounding could change the answer).
+
+    *Outside*: the min-norm point ``x`` of :func:`min_norm_point` is a strictly separating direction
+    if ``min_j <p_j, x> > 0``, checked in exact rational arithmetic. *Inside*: the corral has
+    ``m + 1`` points; the barycentric coordinates ``lam`` of ``0`` in that simplex solve
+    ``A lam = e_{m+1}`` with ``A = [P_S^T; 1^T]``. The float solution's residual ``r`` is computed
+    exactly (rationals), and the exact solution differs from it by at most
+    ``||A^-1|| ||r|| = ||r|| / sigma_min(A)``; if every coordinate exceeds twice that bound, the
+    exact coordinates are positive and ``0`` is inside."""
+    from fractions import Fraction
+
+    P = points.detach().to("cpu", torch.float64)
+    N, m = P.shape
+    x, S, _ = min_norm_point(P)
+    xs = [Fraction(float(v)) for v in x]
+    if float(x.norm()) > 0:
+        margin = min(sum(Fraction(float(p)) * c for p, c in zip(row, xs)) for row in P.tolist())
+        if margin > 0:
+            return -1
+    if len(S) != m + 1:
+        return 0
+    A = torch.cat([P[S].T, torch.ones(1, m + 1, dtype=torch.float64)])
+    e = torch.zeros(m + 1, dtype=torch.float64)
+    e[m] = 1.0
+    lam = torch.linalg.solve(A, e)
+    lam_q = [Fraction(float(v)) for v in lam]
+    rows = [[Fraction(float(a)) for a in row] for row in A.tolist()]
+    res = [sum(a * l for a, l in zip(row, lam_q)) - (1 if i == m else 0) for i, row in enumerate(rows)]
+    res_norm = math.sqrt(float(sum(r * r for r in res)))
+    sigma_min = float(torch.linalg.svdvals(A)[-1])
+    if sigma_min > 0 and float(lam.min()) > 2 * res_norm / sigma_min:
+        return 1
+    return 0
+
+
+def erf_floor_certified(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """Per instance (``V [S, d, m]``, ``support [S, 2]``), whether the hypothesis of the chapter's erf
+    floor holds: :func:`origin_in_hull` of the non-target embeddings, ``+1`` certified, ``-1``
+    certified to fail, ``0`` undecided; ``[S]`` int8."""
+    if V.dim() != 3 or support.shape != (V.shape[0], 2):
+        raise ValueError(f"need V [S, d, m] and support [S, 2], got {tuple(V.shape)}, {tuple(support.shape)}")
+    d, _ = check_embeddings(V)
+    check_support(support, d)
+    out = torch.empty(V.shape[0], dtype=torch.int8)
+    for s in range(V.shape[0]):
+        keep = torch.ones(d, dtype=torch.bool)
+        keep[support[s].cpu()] = False
+        out[s] = origin_in_hull(V[s].cpu()[keep])
+    return out
