@@ -46,9 +46,9 @@ SIZES = {
 
 
 def embedding_dim(d: int) -> int:
-    """``m = round(2 log2 d) + 4``: grows like ``log d`` and stays below ``d`` for every ``d >= 8``."""
-    if int(d) != d or d < 8:
-        raise ValueError(f"d must be an integer >= 8, got d={d}")
+    """``m = round(2 log2 d) + 4``: grows like ``log d`` and stays below ``d`` for every ``d >= 12``."""
+    if int(d) != d or d < 12:
+        raise ValueError(f"d must be an integer >= 12 (so that m < d), got d={d}")
     return int(round(2 * math.log2(d))) + 4
 
 
@@ -238,6 +238,54 @@ def mode_fractions_by_n(records: list[dict], d: int) -> tuple[np.ndarray, np.nda
     return np.asarray(rows[0]["n"]), frac
 
 
+def n_star_by_split(records: list[dict], bins: int = 4) -> list[dict]:
+    """The instances whose population step succeeds, pooled over ``d`` and sorted into ``bins``
+    groups of equal size by ``m D^2`` (``D = s_a - s_b``, the initial score difference of the two
+    targets): per group, the range and median of ``m D^2`` and the censored median of
+    ``n* / d^2``. If the split of the heads (the sign of ``D``) limits one step, the median of
+    ``n* / d^2`` falls like ``1 / (m D^2)`` from group to group; if beating the non-targets does,
+    it does not depend on ``D``."""
+    rows = [(r["m"] * r["D"] ** 2, n_star(r) / r["d"] ** 2) for r in records if r["population_mode"] == 0]
+    if len(rows) < bins:
+        raise ValueError(f"need at least {bins} instances, got {len(rows)}")
+    rows.sort()
+    out = []
+    for group in np.array_split(np.arange(len(rows)), bins):
+        md2 = np.array([rows[i][0] for i in group])
+        ns = np.array([rows[i][1] for i in group])
+        out.append({"mD2_low": float(md2.min()), "mD2_high": float(md2.max()), "mD2_median": float(np.median(md2)),
+                    "instances": len(group), "censored": int(np.isinf(ns).sum()),
+                    "median_n_over_d2": censored_quantile(ns, 0.5)})
+    return out
+
+
+def plot_modes(results: dict, ds: tuple[int, ...] | None = None):
+    """Outcome of the empirical step against ``n / d^2`` (population step succeeding), one panel
+    per ``d`` (at most two, side by side): stacked fractions of success and of each failure mode."""
+    import matplotlib.pyplot as plt
+
+    all_d = sorted({r["d"] for r in results["records"]})
+    ds = (all_d[len(all_d) // 2], all_d[-1]) if ds is None else tuple(ds)
+    if not 1 <= len(ds) <= 2:
+        raise ValueError("plot_modes draws one or two panels")
+    fig, axes = plt.subplots(1, len(ds), figsize=(6.2 * len(ds), 4.0), sharey=True, squeeze=False)
+    colors = {"success": "C2", "off_target": "C3", "same_target": "C0", "under_stepped": "C7"}
+    for ax, d in zip(axes[0], ds):
+        ns, frac = mode_fractions_by_n(results["records"], d)
+        ax.stackplot(ns / d**2, frac.T, labels=[name.replace("_", " ") for name in FAILURE_MODES],
+                     colors=[colors[name] for name in FAILURE_MODES], alpha=0.85)
+        ax.set_xscale("log")
+        ax.set_xlim(ns[0] / d**2, ns[-1] / d**2)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("samples per $d^2$, $n/d^2$")
+        ax.set_title(f"d = {d}, m = {embedding_dim(d)}")
+    axes[0, 0].set_ylabel("fraction of instances")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
 def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
     """``n*`` quantiles against ``d`` (population step succeeding), with bootstrap bands and fits."""
     import matplotlib.pyplot as plt
@@ -379,7 +427,7 @@ def plot_sgd(results: dict, fit: dict | None = None):
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     ax.fill_between(ds, fit["n_low"], fit["n_high"], color="C0", alpha=0.2, lw=0, label="95% bootstrap band")
     ax.plot(ds, fit["n"], "o-", color="C0",
-            label=f"SGD, best batch and step: $\propto d^{{{fit['exponent']:.2f}}}$")
+            label=f"SGD, best batch and step: $\\propto d^{{{fit['exponent']:.2f}}}$")
     ax.plot(ds, ds**2, "k--", lw=1, label="$d^2$")
     ax.plot(ds, 16 * ds, "k:", lw=1, label="$16d$")
     ax.set_xscale("log", base=2)

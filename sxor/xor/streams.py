@@ -142,7 +142,7 @@ def stream_empirical_grads(
     signs = _byte_table(V.dtype, V.device)  # [256, 8]
     padded = torch.zeros(S, 8 * nb, 2, dtype=V.dtype, device=V.device)
     padded[:, :d, 0], padded[:, :d, 1] = g, h
-    table = torch.einsum("vi,sjih->sjvh", signs, padded.reshape(S, nb, 8, 2)).reshape(S * nb * 256, 2)
+    table = (padded.reshape(S, nb, 8, 2).transpose(-1, -2) @ signs.T).transpose(-1, -2).reshape(S * nb * 256, 2)
     offset = (torch.arange(S, device=V.device).view(S, 1, 1) * nb + torch.arange(nb, device=V.device)) * 256
     a, b = support[:, 0:1], support[:, 1:2]  # [S, 1]
     total = torch.zeros(S, 2, nb, 256, dtype=V.dtype, device=V.device)
