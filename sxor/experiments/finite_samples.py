@@ -41,7 +41,7 @@ BLOCK = 2048
 
 SIZES = {
     "ci": {"d": [16, 32, 64], "instances": 32, "max_n_over_d2": 16},
-    "full": {"d": [16, 32, 64, 128, 256], "instances": 80, "max_n_over_d2": 32},
+    "full": {"d": [16, 32, 64, 128, 256], "instances": 40, "max_n_over_d2": 16},
 }
 
 
@@ -204,8 +204,9 @@ def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 
     boot_q = np.asarray(boot_q)
     return {
         "d": ds, "q": q, "quantile": point, "exponent": p, "constant": c,
-        "quantile_low": np.percentile(boot_q, 2.5, axis=0).tolist(),
-        "quantile_high": np.percentile(boot_q, 97.5, axis=0).tolist(),
+        # percentiles without interpolation: a censored (inf) resample stays inf instead of nan
+        "quantile_low": np.percentile(boot_q, 2.5, axis=0, method="inverted_cdf").tolist(),
+        "quantile_high": np.percentile(boot_q, 97.5, axis=0, method="inverted_cdf").tolist(),
         "exponent_low": float(np.percentile(boot_p, 2.5)), "exponent_high": float(np.percentile(boot_p, 97.5)),
         "resamples": num, "undefined": undefined,
     }
@@ -299,7 +300,8 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
         ax.plot(ds[ok], qs[ok], "o-", color=f"C{i}", label=f"{q:.0%} quantile of $n^*$")
         if ok.all():
             fit = bootstrap_exponent(table, q, num=200)
-            ax.fill_between(ds, fit["quantile_low"], fit["quantile_high"], color=f"C{i}", alpha=0.2, lw=0)
+            high = np.where(np.isfinite(fit["quantile_high"]), fit["quantile_high"], np.nan)  # censored: no band
+            ax.fill_between(ds, fit["quantile_low"], high, color=f"C{i}", alpha=0.2, lw=0)
     ax.plot(ds, ds**2, "k--", lw=1, label="$d^2$")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -412,7 +414,8 @@ def bootstrap_sgd(records: list[dict], num: int = 1000, seed: int = 0, target: f
     boot_n = np.asarray(boot_n)
     return {
         "d": ds, "n": point, "exponent": p, "constant": c,
-        "n_low": np.percentile(boot_n, 2.5, axis=0).tolist(), "n_high": np.percentile(boot_n, 97.5, axis=0).tolist(),
+        "n_low": np.percentile(boot_n, 2.5, axis=0, method="inverted_cdf").tolist(),
+        "n_high": np.percentile(boot_n, 97.5, axis=0, method="inverted_cdf").tolist(),
         "exponent_low": float(np.percentile(boot_p, 2.5)), "exponent_high": float(np.percentile(boot_p, 97.5)),
         "resamples": num, "undefined": undefined,
     }
@@ -425,7 +428,8 @@ def plot_sgd(results: dict, fit: dict | None = None):
     fit = bootstrap_sgd(results["records"], num=200) if fit is None else fit
     ds = np.asarray(fit["d"], dtype=float)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    ax.fill_between(ds, fit["n_low"], fit["n_high"], color="C0", alpha=0.2, lw=0, label="95% bootstrap band")
+    high = np.where(np.isfinite(fit["n_high"]), fit["n_high"], np.nan)
+    ax.fill_between(ds, fit["n_low"], high, color="C0", alpha=0.2, lw=0, label="95% bootstrap band")
     ax.plot(ds, fit["n"], "o-", color="C0",
             label=f"SGD, best batch and step: $\\propto d^{{{fit['exponent']:.2f}}}$")
     ax.plot(ds, ds**2, "k--", lw=1, label="$d^2$")
