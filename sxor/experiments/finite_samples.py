@@ -230,7 +230,7 @@ def last_failure_modes(records: list[dict]) -> dict[int, dict[str, int]]:
 
 def mode_fractions_by_n(records: list[dict], d: int) -> tuple[np.ndarray, np.ndarray]:
     """For the instances at ``d`` whose population step succeeds: the grid ``n`` and the fraction
-    of instances in each outcome of :data:`FAILURE_MODES` at each ``n``, ``[len(n), 4]``."""
+    of instances in each outcome of :data:`sxor.xor.metrics.FAILURE_MODES` at each ``n``, ``[len(n), 4]``."""
     rows = [r for r in records if r["d"] == d and r["population_mode"] == 0]
     if not rows:
         raise ValueError(f"no instance at d={d} whose population step succeeds")
