@@ -1,9 +1,7 @@
-"""Multi-step population descent, the empirical gradient, mini-batch SGD, k-sparse parity and
-the finite-sample analysis helpers, each against an independent reference."""
+"""Multi-step population descent, the empirical gradient, mini-batch SGD and k-sparse parity,
+each against an independent reference (the finite-sample experiment: tests/test_finite_samples.py)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -23,13 +21,6 @@ from sxor.xor.dynamics import (
     parity_specialised,
     population_descent,
     sample_batch,
-)
-from sxor.experiments.finite_samples import (
-    conditional_rate,
-    fit_power_law,
-    n_at_rate,
-    n_grid,
-    streamed_empirical_step,
 )
 from sxor.xor.reference import autograd_grad, empirical_loss
 from sxor.xor.sweeps import random_instances
@@ -137,15 +128,6 @@ def test_empirical_one_step_with_all_inputs_equals_one_step():
     torch.testing.assert_close(got.loss, want.loss, atol=1e-10, rtol=1e-8)
 
 
-def test_streamed_step_does_not_depend_on_the_chunking():
-    inst = random_instances(4, 8, 5, seed=6)
-    a = streamed_empirical_step(300, inst.V, inst.theta0, inst.support, 1e12, generator=gen(9), max_elements=10**9)
-    x, y = sample_batch(300, inst.support, 8, generator=gen(9))
-    one = empirical_one_step(x, y, inst.V, inst.theta0, inst.support, 1e12)
-    want = sxor.xor.metrics.success(one.loss, one.attention, one.attention_tilde, inst.support)
-    assert a.tolist() == want.tolist()
-
-
 def test_minibatch_sgd_shapes_and_progress():
     inst = random_instances(6, 16, 12, seed=0)
     run = minibatch_sgd(inst.V, inst.theta0, inst.support, 0.3 * 16**2, 64, 60, generator=gen(1))
@@ -222,50 +204,7 @@ def test_parity_descent_step_uses_the_exact_gradient():
     torch.testing.assert_close(tr.loss[0, 0], loss(thetas))
 
 
-# --- finite-sample helpers ------------------------------------------------------------------
-
-
-def test_n_at_rate_interpolates_in_log_n():
-    assert n_at_rate(np.array([10, 100]), np.array([0.8, 1.0])) == pytest.approx(10**1.5)
-    assert n_at_rate(np.array([10, 100]), np.array([0.95, 1.0])) == 10
-    assert math.isnan(n_at_rate(np.array([10, 100]), np.array([0.1, 0.2])))
-    with pytest.raises(ValueError):
-        n_at_rate(np.array([1, 2]), np.array([0.5]))
-
-
-def test_fit_power_law_recovers_exponent():
-    ds = np.array([8, 16, 32, 64])
-    p, c = fit_power_law(ds, 3.0 * ds**2.5)
-    assert p == pytest.approx(2.5) and c == pytest.approx(3.0)
-    with pytest.raises(ValueError):
-        fit_power_law([8, 16], [1.0, float("nan")])
-
-
-def test_conditional_rate_and_n_grid():
-    assert conditional_rate(torch.tensor([1, 0, 1, 1]), torch.tensor([1, 1, 0, 1])) == pytest.approx(2 / 3)
-    with pytest.raises(ValueError):
-        conditional_rate(torch.tensor([1, 0]), torch.tensor([1]))
-    grid = n_grid(8, 100)
-    assert grid[0] == 4 and grid[-1] <= 100 and all(a < b for a, b in zip(grid, grid[1:]))
-
-
-def _synthetic_records(ds, exponent, seeds=20):
-    """Records where seed k succeeds once n >= (1 + k / seeds) * d^exponent: n_90 is known."""
-    records = []
-    for d in ds:
-        for n in n_grid(d, 8 * d**exponent):
-            ok = [int(n >= (1 + k / seeds) * d**exponent) for k in range(seeds)]
-            records.append({"d": d, "n": n, "success": ok, "population_success": [1] * seeds})
-    return records
-
-
-def test_bootstrap_fit_recovers_a_known_exponent():
-    from sxor.experiments.finite_samples import bootstrap_fit
-
-    fit = bootstrap_fit(_synthetic_records([8, 16, 32, 64], 2), num=50)
-    assert fit["exponent"] == pytest.approx(2.0, abs=0.15)
-    assert fit["exponent_low"] <= fit["exponent"] <= fit["exponent_high"]
-    assert all(lo <= n <= hi for lo, n, hi in zip(fit["n90_low"], fit["n90"], fit["n90_high"]))
+# --- experiment helpers ---------------------------------------------------------------------
 
 
 def test_tuned_descent_prefers_success_then_speed():
@@ -284,24 +223,20 @@ def test_tuned_descent_prefers_success_then_speed():
     assert tuned["softmax"]["eta"] == 100.0 and tuned["linear"]["eta"] == 10.0
 
 
-def test_k3_instances_and_sgd_samples():
-    from sxor.experiments.finite_samples import sgd_samples
+def test_k3_instances():
     from sxor.experiments.beyond_two_bits import k3_instances
 
     V, thetas, support = k3_instances(5, 9, 4, "star")
     assert V.shape == (5, 9, 4) and thetas.shape == (5, 3, 4) and support.shape == (5, 3)
     assert all(len(set(row)) == 3 for row in support.tolist())
-    assert sgd_samples({"first_success": [2, -1, 5], "batch_size": 10}).tolist() == [20, 50]
 
 
 def test_plots_draw_labelled_figures_from_results():
     import matplotlib
 
     matplotlib.use("Agg")
-    from sxor.experiments import beyond_two_bits, finite_samples, why_softmax
+    from sxor.experiments import beyond_two_bits, why_softmax
 
-    fs_results = {"params": {"m": 4, "target_rate": 0.9}, "records": _synthetic_records([8, 16, 32], 2)}
-    sgd_results = {"params": {"m": 4}, "records": [{"d": d, "batch_size": 4 * d, "first_success": [2, 3, -1]} for d in (8, 16)]}
     rec = {"d": 8, "success_rate": 0.5, "median_loss": 0.1, "median_best_loss": 0.2, "median_final_loss": None, "steps": 5, "first_success": [1, -1]}
     var_results = {
         "params": {"m": 4, "seeds": 2, "kinds": ["softmax", "linear"]},
@@ -310,8 +245,6 @@ def test_plots_draw_labelled_figures_from_results():
     k3_results = {"params": {"d": 6, "m": 4, "seeds": 2, "schemes": ["star"]},
                   "records": [{"scheme": "star", "eta": 1.0, "success_rate": 0.5, "median_loss": [0.5, 0.1, 0.01]}]}
     figures = [
-        finite_samples.plot_finite_samples(fs_results),
-        finite_samples.plot_sgd(sgd_results),
         why_softmax.plot_variants(var_results),
         beyond_two_bits.plot_k3(k3_results),
     ]

@@ -1,14 +1,19 @@
 """Sweeps of the chapter "Finite samples".
 
-* ``finite-samples``: one *empirical* gradient step on ``n`` fresh samples from the
-  antisymmetric init, judged by the *population* success criterion after the step; success
-  rate against ``n`` for several ``d``. The step size is the large-step limit ``eta = 1e12``
-  (success no longer depends on ``eta`` there; the chapter shows it).
-* ``finite-samples-sgd``: mini-batch SGD with fresh batches of ``4d`` samples and
-  ``eta = 0.3 d^2``; the number of samples seen until the first success.
+* ``finite-samples``: one *empirical* gradient step from the antisymmetric init in the large-step
+  limit (``eta = 1e12``), on the first ``n`` samples of a stream of samples that belongs to the
+  instance (:mod:`sxor.xor.streams`), for ``n`` on a grid of ratio ``2^(1/4)``; the outcome after
+  the step is judged by the *population* criterion and classified by
+  :func:`sxor.xor.metrics.failure_modes`. One record per ``(d, instance)``. From the records:
+  the per-instance sample complexity ``n*`` (:func:`n_star`), its quantiles with censoring
+  (:func:`censored_quantile`) and their exponent in ``d`` with a bootstrap over instances
+  (:func:`bootstrap_exponent`).
+* ``finite-samples-sgd``: mini-batch SGD with a scan over the batch size and the step size (see
+  :func:`run_sgd`).
 
-Instance ``k`` is :func:`sxor.xor.sweeps.random_instances` instance ``seed + k``; the samples of a
-whole ``(d, n)`` cell come from one generator seeded with ``SAMPLE_SEED + n``.
+The embedding dimension grows with ``d``: ``m = round(2 log2 d) + 4`` (:func:`embedding_dim`).
+Instance ``k`` at dimension ``d`` is :func:`sxor.xor.sweeps.random_instances` instance ``k`` and
+its sample stream has key ``d * 2^20 + k``.
 """
 
 from __future__ import annotations
@@ -17,242 +22,422 @@ import math
 
 import numpy as np
 import torch
-from ..progress import progress
 
-from ..xor.dynamics import empirical_grad, first_success, minibatch_sgd, sample_batch
-from ..xor.metrics import success
+from ..progress import progress
+from ..xor.dynamics import first_success, minibatch_sgd
+from ..xor.metrics import FAILURE_MODES, failure_modes
 from ..xor.model import attention_kind, scores
 from ..xor.population import loss_from_weights, one_step
+from ..xor.streams import stream_empirical_grads
 from ..xor.sweeps import random_instances
 from . import register, size_config
 
-#: The step size ``eta = 10^12`` of the one-step experiment, i.e. the ``eta -> infinity`` limit of the step.
+#: The step size ``eta = 10^12`` of the one-step experiment: the ``eta -> infinity`` limit of the step.
 ONE_STEP_ETA = 1e12
-#: Seed offset of the sample generators (distinct from the instance seeds).
-SAMPLE_SEED = 10**6
-#: Success rate that defines ``n_90``.
-TARGET_RATE = 0.9
+#: Ratio of consecutive sample sizes of the one-step grid.
+GRID_RATIO = 2 ** 0.25
+#: Samples per block of the streamed gradient (fixed, so that every run sums in the same order).
+BLOCK = 2048
 
 SIZES = {
-    "ci": {"d": [8, 16, 24], "m": 24, "seeds": 24, "max_n_over_d2": 8},
-    "full": {"d": [8, 12, 16, 24, 32, 48, 64], "m": 24, "seeds": 100, "max_n_over_d2": 32},
-}
-SGD_SIZES = {
-    "ci": {"d": [16, 32], "m": 24, "seeds": 30, "steps": 100},
-    "full": {"d": [16, 32, 64, 96], "m": 24, "seeds": 60, "steps": 150},
+    "ci": {"d": [16, 32, 64], "instances": 32, "max_n_over_d2": 16},
+    "full": {"d": [16, 32, 64, 128, 256], "instances": 40, "max_n_over_d2": 16},
 }
 
 
-def streamed_empirical_step(
-    n: int,
-    V: torch.Tensor,
-    theta0: torch.Tensor,
-    support: torch.Tensor,
-    eta: float,
-    *,
-    generator: torch.Generator,
-    kind: str = "softmax",
-    max_elements: int = 2**24,
-) -> torch.Tensor:
-    """Success (population criterion) after one empirical step on ``n`` fresh samples per instance.
+def embedding_dim(d: int) -> int:
+    """``m = round(2 log2 d) + 4``: grows like ``log d`` and stays below ``d`` for every ``d >= 12``."""
+    if int(d) != d or d < 12:
+        raise ValueError(f"d must be an integer >= 12 (so that m < d), got d={d}")
+    return int(round(2 * math.log2(d))) + 4
 
-    The empirical gradient is a mean over samples, so it is accumulated over chunks of samples
-    (``chunk * S * d <= max_elements``) with weights ``chunk / n``: memory stays bounded for any ``n``.
-    """
-    S, d, _ = V.shape
-    chunk = max(1, max_elements // (S * d))
-    grad = torch.zeros_like(theta0)
-    grad_tilde = torch.zeros_like(theta0)
-    for start in range(0, n, chunk):
-        size = min(chunk, n - start)
-        x, y = sample_batch(size, support, d, generator=generator, dtype=V.dtype, device=V.device)
-        g, gt = empirical_grad(x, y, V, theta0, -theta0, kind)
-        grad += g * (size / n)
-        grad_tilde += gt * (size / n)
-    phi = attention_kind(kind)
-    att = phi.weights(scores(V, theta0 - eta * grad))
-    att_tilde = phi.weights(scores(V, -theta0 - eta * grad_tilde))
-    return success(loss_from_weights(att, att_tilde, support), att, att_tilde, support)
+
+def stream_key(d: int, instance: int) -> int:
+    """The key of the sample stream of instance ``instance`` at dimension ``d``: ``d * 2^20 + instance``."""
+    if not (0 <= instance < 2**20 and 1 <= d < 2**12):
+        raise ValueError(f"need 0 <= instance < 2^20 and 1 <= d < 2^12, got d={d}, instance={instance}")
+    return d * 2**20 + instance
 
 
 def n_grid(d: int, max_n: int) -> list[int]:
-    """Sample sizes ``d/2 * 2^(k/2)`` (rounded), ``k = 0, 1, ...``, up to ``max_n``."""
+    """Sample sizes ``round(d * 2^(k/4))``, ``k = 0, 1, ...`` (duplicates dropped), up to ``max_n``."""
+    if int(d) != d or d < 1 or max_n < d:
+        raise ValueError(f"need an integer d >= 1 and max_n >= d, got d={d}, max_n={max_n}")
     out, k = [], 0
-    while (n := int(round(d / 2 * 2 ** (k / 2)))) <= max_n:
+    while (n := int(round(d * GRID_RATIO**k))) <= max_n:
         if not out or n > out[-1]:
             out.append(n)
         k += 1
     return out
 
 
-@register("finite-samples", "one empirical step on n fresh samples: success rate against n, several d", plot=lambda r: plot_finite_samples(r))
+def one_step_modes(
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    keys: torch.Tensor,
+    ns: list[int],
+    eta: float = ONE_STEP_ETA,
+    kind: str = "softmax",
+) -> torch.Tensor:
+    """Outcome codes (:data:`sxor.xor.metrics.FAILURE_MODES`, 0 = success) of one empirical step
+    of size ``eta`` from ``(theta0, -theta0)`` on the first ``n`` samples of each instance's
+    stream, for each ``n`` in ``ns``: ``[len(ns), S]``, judged by the population criterion."""
+    grad, grad_tilde = stream_empirical_grads(keys, ns, V, theta0, -theta0, support, kind, block=BLOCK)
+    phi = attention_kind(kind)
+    att = phi.weights(scores(V, theta0 - eta * grad))
+    att_tilde = phi.weights(scores(V, -theta0 - eta * grad_tilde))
+    return failure_modes(loss_from_weights(att, att_tilde, support), att, att_tilde, support)
+
+
+def population_modes(V, theta0, support, eta: float = ONE_STEP_ETA, kind: str = "softmax") -> torch.Tensor:
+    """Outcome codes of the *population* step at the same ``eta`` (the ``n -> infinity`` limit), ``[S]``."""
+    pop = one_step(V, theta0, support, eta, kind)
+    return failure_modes(pop.loss, pop.attention, pop.attention_tilde, support)
+
+
+def _chunk(d: int) -> int:
+    return max(1, 2**23 // (BLOCK * d))
+
+
+@register("finite-samples", "one empirical step on nested samples: per-instance n*, m = 2 log2 d + 4",
+          plot=lambda r: plot_n_star(r))
 def run_finite_samples(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, SIZES)
     records = []
     for d in cfg["d"]:
-        inst = random_instances(cfg["seeds"], d, cfg["m"], device=device)
-        pop = one_step(inst.V, inst.theta0, inst.support, ONE_STEP_ETA)
-        pop_ok = success(pop.loss, pop.attention, pop.attention_tilde, inst.support)
-        for n in progress(n_grid(d, cfg["max_n_over_d2"] * d * d), desc=f"d={d}"):
-            gen = torch.Generator(device=device).manual_seed(SAMPLE_SEED + n)
-            ok = streamed_empirical_step(n, inst.V, inst.theta0, inst.support, ONE_STEP_ETA, generator=gen)
-            records.append({"d": d, "n": n, "success": ok.int().tolist(), "population_success": pop_ok.int().tolist()})
-            if conditional_rate(ok, pop_ok) >= 0.99:
-                break
-    return {"m": cfg["m"], "seeds": cfg["seeds"], "eta": ONE_STEP_ETA, "target_rate": TARGET_RATE}, records
+        m = embedding_dim(d)
+        ns = n_grid(d, cfg["max_n_over_d2"] * d * d)
+        inst = random_instances(cfg["instances"], d, m, device=device)
+        pop = population_modes(inst.V, inst.theta0, inst.support)
+        s = scores(inst.V, inst.theta0)
+        a, b = inst.support[:, 0], inst.support[:, 1]
+        rows = torch.arange(cfg["instances"], device=device)
+        D = s[rows, a] - s[rows, b]
+        rho = (inst.V[rows, a] * inst.V[rows, b]).sum(-1)
+        step = _chunk(d)
+        for lo in progress(range(0, cfg["instances"], step), desc=f"d={d}"):
+            idx = list(range(lo, min(lo + step, cfg["instances"])))
+            keys = torch.tensor([stream_key(d, k) for k in idx], device=device)
+            codes = one_step_modes(inst.V[idx], inst.theta0[idx], inst.support[idx], keys, ns)
+            for j, k in enumerate(idx):
+                records.append({
+                    "d": d, "m": m, "instance": k, "D": float(D[k]), "rho": float(rho[k]),
+                    "population_mode": int(pop[k]), "n": ns, "mode": codes[:, j].tolist(),
+                })
+    params = {"d": cfg["d"], "instances": cfg["instances"], "max_n_over_d2": cfg["max_n_over_d2"],
+              "m_rule": "round(2 log2 d) + 4", "eta": ONE_STEP_ETA, "grid_ratio": "2^(1/4)"}
+    return params, records
 
 
-def conditional_rate(ok: torch.Tensor, population_ok: torch.Tensor) -> float:
-    """Success rate of the empirical step among the instances where the population step succeeds."""
-    ok, population_ok = torch.as_tensor(ok).bool(), torch.as_tensor(population_ok).bool()
-    if ok.shape != population_ok.shape:
-        raise ValueError(f"ok and population_ok must have the same shape, got {tuple(ok.shape)} and {tuple(population_ok.shape)}")
-    total = int(population_ok.sum())
-    return float((ok & population_ok).sum()) / total if total else math.nan
+def n_star(record: dict) -> float:
+    """The instance's sample complexity: the smallest grid ``n`` from which the step succeeds at
+    every larger grid ``n``; ``inf`` (censored: more than the largest grid ``n``) if it fails at
+    the largest."""
+    ok = np.asarray(record["mode"]) == 0
+    ns = record["n"]
+    if len(ok) != len(ns) or len(ns) == 0:
+        raise ValueError("a record needs equally long, non-empty 'n' and 'mode' lists")
+    if not ok[-1]:
+        return math.inf
+    fails = np.nonzero(~ok)[0]
+    return float(ns[fails[-1] + 1] if len(fails) else ns[0])
 
 
-def n_at_rate(ns: np.ndarray, rates: np.ndarray, target: float = TARGET_RATE) -> float:
-    """Smallest ``n`` where the success rate reaches ``target``, interpolated linearly in
-    ``log n`` between the last grid point below and the first at or above; ``nan`` if never."""
-    ns, rates = np.asarray(ns, dtype=float), np.asarray(rates, dtype=float)
-    if ns.shape != rates.shape or ns.ndim != 1:
-        raise ValueError("ns and rates must be 1-d arrays of the same length")
-    above = np.nonzero(rates >= target)[0]
-    if len(above) == 0:
-        return math.nan
-    j = above[0]
-    if j == 0:
-        return float(ns[0])
-    t = (target - rates[j - 1]) / (rates[j] - rates[j - 1])
-    return float(np.exp(np.log(ns[j - 1]) + t * (np.log(ns[j]) - np.log(ns[j - 1]))))
+def n_star_table(records: list[dict], *, condition: bool = True) -> dict[int, np.ndarray]:
+    """``{d: array of n*}`` over the instances (``inf`` where censored); with ``condition`` only the
+    instances whose *population* step succeeds."""
+    out: dict[int, list[float]] = {}
+    for r in records:
+        if condition and r["population_mode"] != 0:
+            continue
+        out.setdefault(r["d"], []).append(n_star(r))
+    return {d: np.asarray(v) for d, v in sorted(out.items())}
 
 
-def n90_per_d(records: list[dict], seed_index: np.ndarray | None = None, target: float = TARGET_RATE) -> dict[int, float]:
-    """``n_90(d)`` (the ``n`` reaching success rate ``target``) from the records, optionally on a
-    resample ``seed_index`` of the seeds."""
-    out = {}
-    for d in sorted({r["d"] for r in records}):
-        rows = sorted((r for r in records if r["d"] == d), key=lambda r: r["n"])
-        ok = np.asarray([r["success"] for r in rows], dtype=bool)  # [n values, seeds]
-        pop = np.asarray(rows[0]["population_success"], dtype=bool)
-        if seed_index is not None:
-            ok, pop = ok[:, seed_index], pop[seed_index]
-        rates = (ok & pop).sum(-1) / pop.sum() if pop.any() else np.full(len(rows), math.nan)
-        out[d] = n_at_rate(np.array([r["n"] for r in rows]), rates, target)
-    return out
+def censored_quantile(values: np.ndarray, q: float) -> float:
+    """The empirical ``q``-quantile (the smallest value with at least a fraction ``q`` of the
+    sample at or below it) of values where ``inf`` marks a censored one (known only to exceed the
+    largest ``n``). Censored values sort last, so the quantile is finite exactly when more than a
+    fraction ``1 - q`` is uncensored; ``inf`` otherwise (only a lower bound is known)."""
+    values = np.sort(np.asarray(values, dtype=float))
+    if values.ndim != 1 or len(values) == 0 or np.isnan(values).any():
+        raise ValueError("values must be a non-empty 1-d array without nan")
+    if not 0 < q <= 1:
+        raise ValueError(f"q must lie in (0, 1], got {q}")
+    return float(values[math.ceil(q * len(values) - 1e-9) - 1])
 
 
 def fit_power_law(ds, ns) -> tuple[float, float]:
-    """Least-squares fit ``log n = log C + p log d``; returns ``(p, C)`` (``nan`` entries dropped)."""
+    """Least-squares fit ``log n = log C + p log d``; returns ``(p, C)``. Every ``n`` must be finite."""
     ds, ns = np.asarray(ds, dtype=float), np.asarray(ns, dtype=float)
-    keep = np.isfinite(ns)
-    if keep.sum() < 2:
-        raise ValueError("need at least two finite points to fit a power law")
-    p, logc = np.polyfit(np.log(ds[keep]), np.log(ns[keep]), 1)
+    if ds.shape != ns.shape or len(ds) < 2:
+        raise ValueError("need at least two (d, n) pairs of equal length")
+    if not np.isfinite(ns).all() or (ns <= 0).any():
+        raise ValueError("every n must be finite and positive to fit a power law")
+    p, logc = np.polyfit(np.log(ds), np.log(ns), 1)
     return float(p), float(np.exp(logc))
 
 
-def bootstrap_fit(records: list[dict], num: int = 200, seed: int = 0, target: float = TARGET_RATE) -> dict:
-    """Point estimate and bootstrap (over seeds, ``num`` resamples) of ``n_90(d)`` (or the ``n``
-    for success rate ``target``) and of the fitted exponent: 2.5% and 97.5% percentiles."""
-    seeds = len(records[0]["success"])
+def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 1000, seed: int = 0) -> dict:
+    """Quantile ``q`` of ``n*`` at each ``d``, its fitted exponent in ``d``, and percentile (2.5%,
+    97.5%) bootstrap intervals, resampling the instances of each ``d`` with replacement.
+
+    A resample whose quantile is censored at some ``d`` has no exponent: such resamples count as
+    ``undefined`` (returned) and the interval is over the others; the point estimate itself must
+    be defined at every ``d`` (ValueError otherwise).
+    """
+    ds = sorted(table)
+    point = [censored_quantile(table[d], q) for d in ds]
+    if not np.isfinite(point).all():
+        raise ValueError(f"the {q:.0%} quantile of n* is censored at some d: {dict(zip(ds, point))}")
+    p, c = fit_power_law(ds, point)
     rng = np.random.default_rng(seed)
-    point = n90_per_d(records, target=target)
-    ds = np.array(sorted(point))
-    p, c = fit_power_law(ds, [point[d] for d in ds])
-    boot_n, boot_p = [], []
+    boot_q, boot_p, undefined = [], [], 0
     for _ in range(num):
-        idx = rng.integers(0, seeds, seeds)
-        n90 = n90_per_d(records, idx, target)
-        boot_n.append([n90[d] for d in ds])
-        try:
-            boot_p.append(fit_power_law(ds, boot_n[-1])[0])
-        except ValueError:
-            continue
-    boot_n = np.array(boot_n)
+        qs = [censored_quantile(table[d][rng.integers(0, len(table[d]), len(table[d]))], q) for d in ds]
+        boot_q.append(qs)
+        if np.isfinite(qs).all():
+            boot_p.append(fit_power_law(ds, qs)[0])
+        else:
+            undefined += 1
+    boot_q = np.asarray(boot_q)
     return {
-        "d": ds.tolist(), "n90": [point[d] for d in ds], "exponent": p, "constant": c,
-        "n90_low": np.nanpercentile(boot_n, 2.5, axis=0).tolist(),
-        "n90_high": np.nanpercentile(boot_n, 97.5, axis=0).tolist(),
+        "d": ds, "q": q, "quantile": point, "exponent": p, "constant": c,
+        # percentiles without interpolation: a censored (inf) resample stays inf instead of nan
+        "quantile_low": np.percentile(boot_q, 2.5, axis=0, method="inverted_cdf").tolist(),
+        "quantile_high": np.percentile(boot_q, 97.5, axis=0, method="inverted_cdf").tolist(),
         "exponent_low": float(np.percentile(boot_p, 2.5)), "exponent_high": float(np.percentile(boot_p, 97.5)),
+        "resamples": num, "undefined": undefined,
     }
 
 
-def plot_finite_samples(results: dict, fit: dict | None = None, target: float | None = None):
-    """Left: success rate against ``n / d^2``. Right: ``n_target`` (default: the results' target
-    rate, 0.9) against ``d`` with the fit of :func:`bootstrap_fit` (computed unless given), its
-    bootstrap band, ``O(d)`` and the ``d^4 log^2 d`` shape (both through the smallest-``d`` point)."""
+def last_failure_modes(records: list[dict]) -> dict[int, dict[str, int]]:
+    """For each ``d``, over the instances whose population step succeeds and that fail at some grid
+    ``n``: how many show each failure mode at their *last* failing ``n`` (just below ``n*``, or at
+    the largest ``n`` if censored)."""
+    out: dict[int, dict[str, int]] = {}
+    for r in records:
+        if r["population_mode"] != 0:
+            continue
+        modes = [c for c in r["mode"] if c != 0]
+        counts = out.setdefault(r["d"], {name: 0 for name in FAILURE_MODES[1:]})
+        if modes:
+            fails = [i for i, c in enumerate(r["mode"]) if c != 0]
+            counts[FAILURE_MODES[r["mode"][fails[-1]]]] += 1
+    return dict(sorted(out.items()))
+
+
+def mode_fractions_by_n(records: list[dict], d: int) -> tuple[np.ndarray, np.ndarray]:
+    """For the instances at ``d`` whose population step succeeds: the grid ``n`` and the fraction
+    of instances in each outcome of :data:`sxor.xor.metrics.FAILURE_MODES` at each ``n``, ``[len(n), 4]``."""
+    rows = [r for r in records if r["d"] == d and r["population_mode"] == 0]
+    if not rows:
+        raise ValueError(f"no instance at d={d} whose population step succeeds")
+    codes = np.asarray([r["mode"] for r in rows])  # [instances, n]
+    frac = np.stack([(codes == c).mean(0) for c in range(len(FAILURE_MODES))], axis=-1)
+    return np.asarray(rows[0]["n"]), frac
+
+
+def n_star_by_split(records: list[dict], bins: int = 4) -> list[dict]:
+    """The instances whose population step succeeds, pooled over ``d`` and sorted into ``bins``
+    groups of equal size by ``m D^2`` (``D = s_a - s_b``, the initial score difference of the two
+    targets): per group, the range and median of ``m D^2`` and the censored median of
+    ``n* / d^2``. If the split of the heads (the sign of ``D``) limits one step, the median of
+    ``n* / d^2`` falls like ``1 / (m D^2)`` from group to group; if beating the non-targets does,
+    it does not depend on ``D``."""
+    rows = [(r["m"] * r["D"] ** 2, n_star(r) / r["d"] ** 2) for r in records if r["population_mode"] == 0]
+    if len(rows) < bins:
+        raise ValueError(f"need at least {bins} instances, got {len(rows)}")
+    rows.sort()
+    out = []
+    for group in np.array_split(np.arange(len(rows)), bins):
+        md2 = np.array([rows[i][0] for i in group])
+        ns = np.array([rows[i][1] for i in group])
+        out.append({"mD2_low": float(md2.min()), "mD2_high": float(md2.max()), "mD2_median": float(np.median(md2)),
+                    "instances": len(group), "censored": int(np.isinf(ns).sum()),
+                    "median_n_over_d2": censored_quantile(ns, 0.5)})
+    return out
+
+
+def plot_modes(results: dict, ds: tuple[int, ...] | None = None):
+    """Outcome of the empirical step against ``n / d^2`` (population step succeeding), one panel
+    per ``d`` (at most two, side by side): stacked fractions of success and of each failure mode."""
     import matplotlib.pyplot as plt
 
-    records = results["records"]
-    target = results["params"]["target_rate"] if target is None else target
-    fit = bootstrap_fit(records, target=target) if fit is None else fit
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for i, d in enumerate(fit["d"]):
-        rows = sorted((r for r in records if r["d"] == d), key=lambda r: r["n"])
-        rates = [conditional_rate(torch.as_tensor(r["success"]), torch.as_tensor(r["population_success"])) for r in rows]
-        ax0.plot([r["n"] / d**2 for r in rows], rates, marker="o", ms=3, color=f"C{i}", label=f"d={d}")
-    ax0.axhline(target, color="k", lw=0.8, ls="--")
-    ax0.set_xscale("log")
-    ax0.set_xlabel(r"samples per $d^2$, $n/d^2$")
-    ax0.set_ylabel("success rate (given population step succeeds)")
-    ax0.set_title("one empirical step, large-step limit")
-    ax0.legend()
-    ds, n90 = np.array(fit["d"], dtype=float), np.array(fit["n90"])
-    ax1.fill_between(ds, fit["n90_low"], fit["n90_high"], color="C0", alpha=0.25, label="95% bootstrap band")
-    ax1.plot(ds, n90, "o", color="C0", label=f"measured $n_{{{round(100 * target)}}}$")
-    grid = np.geomspace(ds[0], ds[-1], 50)
-    ax1.plot(grid, fit["constant"] * grid ** fit["exponent"], color="C0",
-             label=f"fit $\\propto d^{{{fit['exponent']:.2f}}}$ [{fit['exponent_low']:.2f}, {fit['exponent_high']:.2f}]")
-    ax1.plot(grid, n90[0] * grid / ds[0], "--", color="C1", label=r"$O(d)$ (through first point)")
-    shape = grid**4 * np.log(grid) ** 2
-    ax1.plot(grid, n90[0] * shape / shape[0], ":", color="C3", label=r"$d^4\log^2 d$ shape (Cor. 3, unverified)")
-    ax1.set_xscale("log")
-    ax1.set_yscale("log")
-    ax1.set_xlabel("d")
-    ax1.set_ylabel(f"$n_{{{round(100 * target)}}}$")
-    ax1.set_title(f"samples for {target:.0%} success, m={results['params']['m']}")
-    ax1.legend(fontsize=8)
-    fig.tight_layout()
+    all_d = sorted({r["d"] for r in results["records"]})
+    ds = (all_d[len(all_d) // 2], all_d[-1]) if ds is None else tuple(ds)
+    if not 1 <= len(ds) <= 2:
+        raise ValueError("plot_modes draws one or two panels")
+    fig, axes = plt.subplots(1, len(ds), figsize=(6.2 * len(ds), 4.0), sharey=True, squeeze=False)
+    colors = {"success": "C2", "off_target": "C3", "same_target": "C0", "under_stepped": "C7"}
+    for ax, d in zip(axes[0], ds):
+        ns, frac = mode_fractions_by_n(results["records"], d)
+        ax.stackplot(ns / d**2, frac.T, labels=[name.replace("_", " ") for name in FAILURE_MODES],
+                     colors=[colors[name] for name in FAILURE_MODES], alpha=0.85)
+        ax.set_xscale("log")
+        ax.set_xlim(ns[0] / d**2, ns[-1] / d**2)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("samples per $d^2$, $n/d^2$")
+        ax.set_title(f"d = {d}, m = {embedding_dim(d)}")
+    axes[0, 0].set_ylabel("fraction of instances")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
-@register("finite-samples-sgd", "mini-batch SGD (batch 4d, eta 0.3 d^2): samples seen until success", plot=lambda r: plot_sgd(r))
+def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
+    """``n*`` quantiles against ``d`` (population step succeeding), with bootstrap bands and fits."""
+    import matplotlib.pyplot as plt
+
+    table = n_star_table(results["records"])
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for i, q in enumerate(quantiles):
+        ds = np.asarray(sorted(table), dtype=float)
+        qs = np.asarray([censored_quantile(table[d], q) for d in table])
+        ok = np.isfinite(qs)
+        ax.plot(ds[ok], qs[ok], "o-", color=f"C{i}", label=f"{q:.0%} quantile of $n^*$")
+        if ok.all():
+            fit = bootstrap_exponent(table, q, num=200)
+            high = np.where(np.isfinite(fit["quantile_high"]), fit["quantile_high"], np.nan)  # censored: no band
+            ax.fill_between(ds, fit["quantile_low"], high, color=f"C{i}", alpha=0.2, lw=0)
+    ax.plot(ds, ds**2, "k--", lw=1, label="$d^2$")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("input dimension $d$")
+    ax.set_ylabel("samples $n^*$ for one step")
+    ax.legend(loc="upper left", fontsize=9)
+    fig.tight_layout()
+    return fig
+#: Step sizes of the SGD scan, as natural steps ``lambda = eta / (d^2 M(1)^2)`` (exact decimals).
+SGD_LAMBDAS = (0.0625, 0.125, 0.25, 0.5)
+#: Batch sizes of the SGD scan per unit step, ``B / (lambda d)``: the noise level of a step.
+SGD_BATCH_PER_STEP = (4, 8, 16, 32, 64)
+#: Fraction of instances that must have met the success criterion.
+SGD_TARGET = 0.8
+
+SGD_SIZES = {
+    "ci": {"d": [16, 32], "instances": 16, "max_steps": 64, "max_samples_over_d": 128},
+    "full": {"d": [16, 32, 64, 128, 256], "instances": 40, "max_steps": 64, "max_samples_over_d": 128},
+}
+
+
+def sgd_configs(d: int, max_steps: int, max_samples_over_d: int) -> list[tuple[float, int, int]]:
+    """The scanned ``(lambda, batch, steps)`` at ``d``: every ``lambda`` of :data:`SGD_LAMBDAS` with
+    every batch ``B = round(c lambda d)``, ``c`` in :data:`SGD_BATCH_PER_STEP`, run for
+    ``min(max_steps, max_samples_over_d * d // B)`` steps (a budget of samples per run)."""
+    out = []
+    for lam in SGD_LAMBDAS:
+        for c in SGD_BATCH_PER_STEP:
+            batch = max(1, int(round(c * lam * d)))
+            out.append((lam, batch, min(max_steps, max_samples_over_d * d // batch)))
+    return out
+
+
+@register("finite-samples-sgd", "mini-batch SGD: scan of batch size and step size, samples to 80% success",
+          plot=lambda r: plot_sgd(r))
 def run_sgd(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """At each ``d`` (``m = round(2 log2 d) + 4``) and each natural step ``lambda``
+    (``eta = lambda d^2 M(1)^2``): population gradient descent (the control, ``batch = 0``) and
+    mini-batch SGD for every batch of :func:`sgd_configs`, on the instances' sample streams; per
+    instance, the first step that meets the success criterion (``-1``: never within the run)."""
+    from ..xor.analysis import sphere_mgf
+    from ..xor.dynamics import population_descent
+
     cfg = size_config(size, SGD_SIZES)
     records = []
     for d in cfg["d"]:
-        inst = random_instances(cfg["seeds"], d, cfg["m"], device=device)
-        gen = torch.Generator(device=device).manual_seed(SAMPLE_SEED + d)
-        batch = 4 * d
-        run = minibatch_sgd(inst.V, inst.theta0, inst.support, 0.3 * d**2, batch, cfg["steps"], generator=gen)
-        first = first_success(run.success)
-        records.append({"d": d, "batch_size": batch, "eta": 0.3 * d**2, "steps": cfg["steps"], "first_success": first.tolist()})
-    return {"m": cfg["m"], "seeds": cfg["seeds"]}, records
+        m = embedding_dim(d)
+        inst = random_instances(cfg["instances"], d, m, device=device)
+        keys = torch.tensor([stream_key(d, k) for k in range(cfg["instances"])], device=device)
+        M = float(sphere_mgf(1.0, m))
+        for lam in SGD_LAMBDAS:
+            eta = lam * d * d * M * M
+            pop = population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, eta, cfg["max_steps"])
+            records.append({"d": d, "m": m, "config": f"population, lambda={lam:g}", "lambda": lam, "batch": 0,
+                            "steps": cfg["max_steps"], "first_success": first_success(pop.success).tolist()})
+        for lam, batch, steps in progress(sgd_configs(d, cfg["max_steps"], cfg["max_samples_over_d"]), desc=f"d={d}"):
+            eta = lam * d * d * M * M
+            run = minibatch_sgd(inst.V, inst.theta0, inst.support, eta, batch, steps, keys=keys)
+            records.append({"d": d, "m": m, "config": f"SGD, lambda={lam:g}, B={batch}", "lambda": lam,
+                            "batch": batch, "steps": steps, "first_success": first_success(run.success).tolist()})
+    params = {"d": cfg["d"], "instances": cfg["instances"], "max_steps": cfg["max_steps"],
+              "max_samples_over_d": cfg["max_samples_over_d"], "m_rule": "round(2 log2 d) + 4",
+              "lambdas": list(SGD_LAMBDAS), "batch_per_step": list(SGD_BATCH_PER_STEP), "target": SGD_TARGET}
+    return params, records
 
 
-def sgd_samples(record: dict) -> np.ndarray:
-    """Samples seen until the first success, ``steps * batch_size``, for the successful seeds."""
-    first = np.asarray(record["first_success"])
-    return first[first >= 0] * record["batch_size"]
+def steps_to_rate(first: np.ndarray, target: float = SGD_TARGET) -> float:
+    """The smallest step ``t`` by which a fraction ``>= target`` of the instances has met the
+    criterion (``first [instances]``, ``-1``: never): a censored quantile; ``inf`` if never."""
+    first = np.asarray(first, dtype=float)
+    return censored_quantile(np.where(first < 0, math.inf, first), target)
 
 
-def plot_sgd(results: dict):
-    """Median (and quartiles) of the samples SGD sees before success, against ``d``."""
+def sgd_best(records: list[dict], d: int, index: np.ndarray | None = None, target: float = SGD_TARGET) -> dict:
+    """At ``d``: for every SGD configuration the samples ``N = batch x t`` by which ``target`` of the
+    instances (optionally the resample ``index``) have succeeded, and the smallest of them
+    (``inf`` when no configuration gets there within its steps)."""
+    samples = {}
+    for r in records:
+        if r["d"] != d or r["batch"] == 0:
+            continue
+        first = np.asarray(r["first_success"])
+        first = first if index is None else first[index]
+        samples[r["config"]] = r["batch"] * steps_to_rate(first, target)
+    if not samples:
+        raise ValueError(f"no SGD record at d={d}")
+    best = min(samples, key=samples.get)
+    return {"samples": samples, "best": best, "n": samples[best]}
+
+
+def bootstrap_sgd(records: list[dict], num: int = 1000, seed: int = 0, target: float = SGD_TARGET) -> dict:
+    """Smallest samples-to-``target`` ``N(d)`` over the scanned configurations, its exponent in
+    ``d``, and percentile bootstrap intervals (instances resampled, the same resample for every
+    configuration at a ``d``: the minimum over configurations is recomputed on each resample)."""
+    ds = sorted({r["d"] for r in records})
+    point = [sgd_best(records, d, target=target)["n"] for d in ds]
+    if not np.isfinite(point).all():
+        raise ValueError(f"no configuration reaches {target:.0%} at some d: {dict(zip(ds, point))}")
+    p, c = fit_power_law(ds, point)
+    sizes = {d: len(next(r for r in records if r["d"] == d)["first_success"]) for d in ds}
+    rng = np.random.default_rng(seed)
+    boot_n, boot_p, undefined = [], [], 0
+    for _ in range(num):
+        ns = [sgd_best(records, d, rng.integers(0, sizes[d], sizes[d]), target)["n"] for d in ds]
+        boot_n.append(ns)
+        if np.isfinite(ns).all():
+            boot_p.append(fit_power_law(ds, ns)[0])
+        else:
+            undefined += 1
+    boot_n = np.asarray(boot_n)
+    return {
+        "d": ds, "n": point, "exponent": p, "constant": c,
+        "n_low": np.percentile(boot_n, 2.5, axis=0, method="inverted_cdf").tolist(),
+        "n_high": np.percentile(boot_n, 97.5, axis=0, method="inverted_cdf").tolist(),
+        "exponent_low": float(np.percentile(boot_p, 2.5)), "exponent_high": float(np.percentile(boot_p, 97.5)),
+        "resamples": num, "undefined": undefined,
+    }
+
+
+def plot_sgd(results: dict, fit: dict | None = None):
+    """Smallest samples for 80% success against ``d`` (bootstrap band), with ``d`` and ``d^2`` guides."""
     import matplotlib.pyplot as plt
 
-    recs = sorted(results["records"], key=lambda r: r["d"])
-    ds = np.array([r["d"] for r in recs], dtype=float)
-    q = np.array([np.percentile(sgd_samples(r), [25, 50, 75]) for r in recs])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.fill_between(ds, q[:, 0], q[:, 2], alpha=0.25, label="quartiles")
-    ax.plot(ds, q[:, 1], "o-", label="median samples to success")
-    ax.plot(ds, q[0, 1] * ds / ds[0], "--", label=r"$O(d)$ (through first point)")
-    ax.set_xscale("log")
+    fit = bootstrap_sgd(results["records"], num=200) if fit is None else fit
+    ds = np.asarray(fit["d"], dtype=float)
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    high = np.where(np.isfinite(fit["n_high"]), fit["n_high"], np.nan)
+    ax.fill_between(ds, fit["n_low"], high, color="C0", alpha=0.2, lw=0, label="95% bootstrap band")
+    ax.plot(ds, fit["n"], "o-", color="C0",
+            label=f"SGD, best batch and step: $\\propto d^{{{fit['exponent']:.2f}}}$")
+    ax.plot(ds, ds**2, "k--", lw=1, label="$d^2$")
+    ax.plot(ds, 16 * ds, "k:", lw=1, label="$16d$")
+    ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("d")
-    ax.set_ylabel("samples seen (steps x batch)")
-    ax.set_title(f"mini-batch SGD, batch 4d, eta = 0.3 d^2, m={results['params']['m']}")
-    ax.legend()
+    ax.set_xlabel("input dimension $d$")
+    ax.set_ylabel("samples for 80% success")
+    ax.legend(loc="upper left", fontsize=9)
     fig.tight_layout()
     return fig

@@ -186,16 +186,25 @@ def minibatch_sgd(
     steps: int,
     *,
     generator: torch.Generator | None = None,
+    keys: torch.Tensor | None = None,
     kind: str = "softmax",
 ) -> SGDRun:
     """Mini-batch SGD from ``(theta0, -theta0)`` for a batch of ``S`` instances (``V [S, d, m]``,
     ``theta0 [S, m]``, ``support [S, 2]``): each step draws ``batch_size`` fresh samples per
     instance and takes ``theta <- theta - eta dL_B/dtheta``. After ``t`` steps the model has seen
-    ``t * batch_size`` samples."""
+    ``t * batch_size`` samples.
+
+    The samples come from ``generator`` (:func:`sample_batch`) or, if ``keys [S]`` is given, from
+    the instances' sample streams (:mod:`sxor.xor.streams`): step ``t`` uses samples
+    ``t B, ..., (t + 1) B - 1`` of each stream, so runs with different batch sizes read the same data.
+    """
     _check_steps(steps)
     if int(batch_size) != batch_size or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
     d, _ = check_embeddings(V)
+    check_support(support, d)
+    if keys is not None and (generator is not None or torch.as_tensor(keys).shape != (V.shape[0],)):
+        raise ValueError("keys must have shape [S] (one stream per instance) and exclude generator")
     eta_t = _check_eta(eta, theta0)
     phi = attention_kind(kind)
     theta, theta_tilde = theta0, -theta0
@@ -205,8 +214,16 @@ def minibatch_sgd(
         losses.append(state.loss)
         wins.append(success(state.loss, state.attention, state.attention_tilde, support))
         if t < steps:
-            x, y = sample_batch(batch_size, support, d, generator=generator, dtype=V.dtype, device=V.device)
-            grad, grad_tilde = empirical_grad(x, y, V, theta, theta_tilde, kind)
+            if keys is None:
+                x, y = sample_batch(batch_size, support, d, generator=generator, dtype=V.dtype, device=V.device)
+                grad, grad_tilde = empirical_grad(x, y, V, theta, theta_tilde, kind)
+            else:
+                from .streams import stream_empirical_grads
+
+                grad, grad_tilde = stream_empirical_grads(
+                    keys, [batch_size], V, theta, theta_tilde, support, kind, start=t * batch_size
+                )
+                grad, grad_tilde = grad[0], grad_tilde[0]
             theta, theta_tilde = theta - eta_t * grad, theta_tilde - eta_t * grad_tilde
     return SGDRun(torch.stack(losses), torch.stack(wins))
 
