@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import torch
 
-from .checks import check_dims, check_support, check_tensor
+from .checks import ArgumentTypeError, as_support, check_dims, check_dtype, check_int, check_real, check_support, check_tensor
 from .data import sample_sparse_xor
 from ..progress import progress
 
@@ -51,8 +51,11 @@ def init_ffnn(
     device: torch.device | str | None = None,
 ) -> FFNNParams:
     """PyTorch's default ``nn.Linear`` initialisation: every weight and bias of a layer with
-    ``fan_in`` inputs uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``; ``c`` starts at 0."""
+    ``fan_in`` inputs uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``; ``c`` starts at 0.
+    Raises ArgumentTypeError unless the sizes are integers and ``dtype`` real floating; ValueError
+    unless ``d >= 2`` and ``width, restarts >= 1``."""
     check_dims(d)
+    check_dtype("dtype", dtype)
     _check_positive_int("width", width)
     _check_positive_int("restarts", restarts)
 
@@ -69,8 +72,13 @@ def init_ffnn(
 
 
 def ffnn_forward(x: torch.Tensor, params: FFNNParams) -> torch.Tensor:
-    """``f(x) = a . relu(W x + b) + c`` for ``x [n, d]`` or ``x [R, n, d]``, shape ``[R, n]``."""
-    check_tensor("x", x, 2)
+    """``f(x) = a . relu(W x + b) + c`` for ``x [n, d]`` or ``x [R, n, d]``, shape ``[R, n]``.
+    Raises ArgumentTypeError unless ``params`` is an :class:`FFNNParams` and ``x`` a real tensor;
+    ValueError unless ``x`` is finite with last dimension ``d``."""
+    if not isinstance(params, FFNNParams):
+        raise ArgumentTypeError(f"params must be FFNNParams, got {type(params).__name__}")
+    check_tensor("x", x, 2, finite=True)
+    check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != params.W.shape[-1]:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the network has d={params.W.shape[-1]} inputs")
     hidden = torch.relu(x.to(params.W.dtype) @ params.W.transpose(-1, -2) + params.b.unsqueeze(-2))
@@ -78,7 +86,12 @@ def ffnn_forward(x: torch.Tensor, params: FFNNParams) -> torch.Tensor:
 
 
 def ffnn_loss(x: torch.Tensor, y: torch.Tensor, params: FFNNParams) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean loss ``1/2 mean_k (f(x_k) - y_k)^2`` per restart ``[R]``, and its standard error ``[R]``."""
+    """Mean loss ``1/2 mean_k (f(x_k) - y_k)^2`` per restart ``[R]``, and its standard error ``[R]``.
+    Raises as :func:`ffnn_forward` does, and ValueError unless ``y [..., n]`` is finite and real."""
+    check_tensor("y", y, 1, finite=True)
+    check_dtype("y", y.dtype, integer=True)
+    if y.shape[-1:] != x.shape[-2:-1]:
+        raise ValueError(f"y must have shape [..., n] with n={x.shape[-2]}, got {tuple(y.shape)}")
     per_sample = 0.5 * (ffnn_forward(x, params) - y.to(params.W.dtype)) ** 2
     return per_sample.mean(-1), per_sample.std(-1) / math.sqrt(per_sample.shape[-1])
 
@@ -87,10 +100,15 @@ def exact_xor_network(
     d: int, support: tuple[int, int], *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> FFNNParams:
     """A width-2 network equal to ``y = -x_a x_b`` on the whole hypercube:
-    ``relu(x_a - x_b) + relu(x_b - x_a) - 1 = |x_a - x_b| - 1``."""
+    ``relu(x_a - x_b) + relu(x_b - x_a) - 1 = |x_a - x_b| - 1``. Raises as
+    :func:`sxor.sample_sparse_xor` does for ``d``, ``support`` and ``dtype``."""
     check_dims(d)
-    a_, b_ = support
-    check_support(torch.tensor([a_, b_]), d)
+    check_dtype("dtype", dtype)
+    support = as_support(support)
+    check_support(support, d)
+    if support.shape != (2,):
+        raise ValueError(f"support must be one pair (i*, j*), got shape {tuple(support.shape)}")
+    a_, b_ = (int(i) for i in support)
     W = torch.zeros(1, 2, d, dtype=dtype, device=device)
     W[0, 0, a_], W[0, 0, b_], W[0, 1, a_], W[0, 1, b_] = 1.0, -1.0, -1.0, 1.0
     zeros = torch.zeros(1, 2, dtype=dtype, device=device)
@@ -133,8 +151,17 @@ def train_ffnn(
     restart has been below ``target`` once, or after ``max_steps``. The reported test loss is that
     of the final parameters on ``n_test`` further fresh samples that played no part in training.
     The loop runs on one CPU thread (restored afterwards): its tensors are too small to share.
+    Raises ArgumentTypeError unless the sizes and ``seed`` are integers, ``lr``, ``target`` real
+    and ``dtype`` real floating; ValueError unless the sizes are ``>= 1`` (``d >= 2``), ``lr`` and
+    ``target`` finite and ``> 0``, ``optimizer`` known and ``support`` a valid pair.
     """
     check_dims(d)
+    check_dtype("dtype", dtype)
+    check_int("seed", seed, 0)
+    lr = check_real("lr", lr, minimum=0, strict=True)
+    target = check_real("target", target, minimum=0, strict=True)
+    if not isinstance(optimizer, str):
+        raise ArgumentTypeError(f"optimizer must be a string, got {type(optimizer).__name__}")
     for name, value in [("width", width), ("restarts", restarts), ("max_steps", max_steps), ("batch", batch),
                         ("eval_every", eval_every), ("n_val", n_val), ("n_test", n_test)]:
         _check_positive_int(name, value)
@@ -142,8 +169,10 @@ def train_ffnn(
         raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {sorted(OPTIMIZERS)}")
     if not lr > 0 or not target > 0:
         raise ValueError(f"lr and target must be positive, got lr={lr}, target={target}")
-    support = torch.as_tensor(support, device=device)
+    support = as_support(support, device)
     check_support(support, d)
+    if support.shape != (2,):
+        raise ValueError(f"support must be one pair (i*, j*), got shape {tuple(support.shape)}")
 
     gen = torch.Generator(device=device or "cpu").manual_seed(seed)
     params = init_ffnn(d, width, restarts=restarts, generator=gen, dtype=dtype, device=device)
@@ -191,6 +220,10 @@ def smallest_width(
     ``target`` during training and whose final test loss is below it too),
     ``best_test_loss`` and, for the best successful restart, ``steps`` and ``samples``.
     """
+    check_dims(d)
+    if not isinstance(widths, (list, tuple)):
+        raise ArgumentTypeError(f"widths must be a list of integers, got {type(widths).__name__}")
+    widths = [check_int(f"widths[{i}]", w, 1) for i, w in enumerate(widths)]
     if not widths or any(w2 <= w1 for w1, w2 in zip(widths, widths[1:])):
         raise ValueError(f"widths must be a non-empty increasing list, got {widths}")
     records = []
@@ -218,5 +251,4 @@ def smallest_width(
 
 
 def _check_positive_int(name: str, value: int) -> None:
-    if int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {name}={value}")
+    check_int(name, value, 1)
