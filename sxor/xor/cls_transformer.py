@@ -153,7 +153,7 @@ def readout(o: torch.Tensor) -> torch.Tensor:
 
 
 def cls_forward(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.Tensor:
-    """Transformer output ``[..., n]`` for inputs ``x [..., n, d]``."""
+    """Transformer output ``[..., n]`` for inputs ``x [..., n, d]``. Raises as :func:`head_outputs` does."""
     return readout(head_outputs(x, V, weights))
 
 

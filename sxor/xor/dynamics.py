@@ -116,7 +116,8 @@ def empirical_grad(
 
     With ``r_k = f(x_k) - y_k``: ``dL_n/dg = -(1/n) sum_k r_k (h . x_k) x_k`` and
     ``dL_n/dh = -(1/n) sum_k r_k (g . x_k) x_k``, then ``dL_n/dtheta = V^T J_phi(s)^T dL_n/dg``.
-    ``x [..., n, d]``, ``y [..., n]``.
+    ``x [..., n, d]``, ``y [..., n]``. Raises as :func:`sxor.predict` does for ``V``, the queries,
+    ``x`` and ``kind``, and ValueError unless ``y [..., n]`` is finite and real.
     """
     d, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
@@ -244,7 +245,12 @@ def minibatch_sgd(
 
 
 def parity_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """``y = -prod_{i in S} x_i`` for ``x [..., n, d]`` and ``support [..., k]`` (``k = 2``: sparse XOR)."""
+    """``y = -prod_{i in S} x_i`` for ``x [..., n, d]`` and ``support [..., k]`` (``k = 2``: sparse XOR).
+    Raises ArgumentTypeError unless ``x`` is a tensor and ``support`` an integer tensor; ValueError
+    unless ``support`` holds pairwise distinct positions in ``[0, d)``."""
+    check_tensor("x", x, 2)
+    support = as_support(support, x.device)
+    check_support(support, x.shape[-1], k=None)
     support = torch.as_tensor(support, device=x.device)
     batch = torch.broadcast_shapes(x.shape[:-2], support.shape[:-1])
     n, d = x.shape[-2:]
@@ -268,7 +274,9 @@ def parity_population_loss(
     V: torch.Tensor, thetas: torch.Tensor, support: torch.Tensor, kind: str = "softmax"
 ) -> torch.Tensor:
     """Exact ``1/2 E_x[(f(x) - y)^2]`` for ``k`` heads (``thetas [..., k, m]``) by enumerating all
-    ``2^d`` inputs (``d <= 16``); ``y = -prod_{i in S} x_i``, ``support [..., k]``. Differentiable."""
+    ``2^d`` inputs (``d <= 16``); ``y = -prod_{i in S} x_i``, ``support [..., k]``. Differentiable.
+    Raises as :func:`sxor.population_loss` does, and ValueError unless ``d <= 16`` and there is one
+    head per support position."""
     d, m = check_embeddings(V)
     check_query("thetas", thetas, m, like=V)
     check_tensor("thetas", thetas, 2)

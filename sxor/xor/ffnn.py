@@ -35,7 +35,8 @@ class FFNNParams(NamedTuple):
 
 
 def parameter_count(d: int, width: int) -> int:
-    """Trainable parameters of one width-``w`` network on ``d`` inputs: ``w d + w + w + 1``."""
+    """Trainable parameters of one width-``w`` network on ``d`` inputs: ``w d + w + w + 1``.
+    Raises ArgumentTypeError unless both are integers; ValueError unless ``d >= 2``, ``width >= 1``."""
     check_dims(d)
     _check_positive_int("width", width)
     return width * (d + 2) + 1
@@ -219,6 +220,8 @@ def smallest_width(
     ``d, width, parameters, restarts, successes`` (restarts whose validation loss fell below
     ``target`` during training and whose final test loss is below it too),
     ``best_test_loss`` and, for the best successful restart, ``steps`` and ``samples``.
+    Raises as :func:`train_ffnn` does, and ValueError unless ``widths`` is a non-empty increasing
+    list of integers ``>= 1``.
     """
     check_dims(d)
     if not isinstance(widths, (list, tuple)):
