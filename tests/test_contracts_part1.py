@@ -49,6 +49,17 @@ def test_inner_product_density_closed_forms():
     assert inner_product_density(-1.5, 5) == 0.0
 
 
+def test_typical_max_inner_product_is_the_median_of_the_maximum():
+    # The function returns the s with P(|t| > s) = ln 2 / P (then (1 - ln 2 / P)^P ~ 1/2). For
+    # m = 3, |t| is uniform on [0, 1] (Archimedes), so P(|t| > s) = 1 - s and s = 1 - ln 2 / P.
+    from sxor.xor.sphere import typical_max_inner_product
+
+    for pairs in (1, 10, 1000):
+        assert typical_max_inner_product(pairs, 3) == pytest.approx(1 - math.log(2) / pairs, abs=1e-9)
+    s = typical_max_inner_product(45, 16)
+    assert inner_product_tail(s, 16) == pytest.approx(math.log(2) / 45, rel=1e-8)
+
+
 # --- the success criterion: loss threshold and mass threshold apart ---------------------------
 
 
