@@ -169,3 +169,39 @@ def test_smallest_m_a_last_rate_exactly_at_target_counts_as_reached():
     assert math.isnan(analysis.smallest_m([4, 8], [0.5, 0.9499], 0.95))
     assert analysis.smallest_m([4, 8], [0.95, 1.0], 0.95) == 4.0
     assert analysis.smallest_m([4, 8], [0.5, 1.0]) == pytest.approx(4 + 0.45 / 0.5 * 4)  # default 0.95
+
+
+# --- predictions pinned on independent computations -------------------------------------------
+
+
+@pytest.mark.parametrize("m, lam", [(5, 1.0), (8, 2.0)])
+def test_predicted_under_stepped_on_an_independent_computation(m, lam):
+    samples, seed, threshold = 4000, 1, 0.01
+    # The same draws, the gap Delta = 2 lam sinh(D) (1 - rho) + D (1 - lam M^2 beta) written out,
+    # M(1) = 0F1(; m/2; 1/4) and the critical split solved numerically from (2 eps (1 - eps))^2 = 0.01.
+    z = torch.randn(samples, 3, m, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    v_a, v_b, theta0 = (z / z.norm(dim=-1, keepdim=True)).unbind(-2)
+    D, rho = ((v_a - v_b) * theta0).sum(-1), (v_a * v_b).sum(-1)
+    M1 = float(mpmath.hyp0f1(m / 2, 0.25))
+    gap = 2 * lam * torch.sinh(D) * (1 - rho) + D * (1 - lam * M1**2 * analysis.bulk_coefficient(D, m))
+    eps = float(mpmath.findroot(lambda e: (2 * e * (1 - e)) ** 2 - threshold, 0.05))
+    expected = float((gap.abs() < math.log((1 - eps) / eps)).double().mean())
+    got = float(analysis.predicted_under_stepped(m, lam, loss_threshold=threshold, samples=samples, seed=seed))
+    assert got == pytest.approx(expected, abs=1.5 / samples)
+
+
+def test_predicted_same_target_counts_the_non_targets():
+    # d = 3: one non-target, sigma = sqrt(d - 2) / d = 1/3; d = 102: sigma = 10 / 102.
+    assert float(analysis.predicted_same_target(3)) == pytest.approx(2 / math.pi * math.atan(1 / 3), rel=1e-12)
+    assert float(analysis.predicted_same_target(102)) == pytest.approx(2 / math.pi * math.atan(10 / 102), rel=1e-12)
+    with pytest.raises(ValueError, match="d must be >= 3"):
+        analysis.predicted_same_target(2)
+
+
+def test_parity_specialised_mass_threshold_is_inclusive():
+    from sxor.xor.dynamics import parity_specialised
+
+    exact = torch.tensor([[0.9, 0.05, 0.0], [0.0, 0.0, 0.9], [0.05, 0.9, 0.0]], dtype=torch.float64)
+    assert bool(parity_specialised(exact))  # heads (0, 1, 2) -> targets (0, 2, 1), every mass exactly 0.9
+    assert not bool(parity_specialised(exact, mass_threshold=0.9 + 1e-12))
+    assert not bool(parity_specialised(exact[[0, 0, 2]]))  # two heads on one target: no assignment
