@@ -30,3 +30,18 @@ def test_distinct_points_merges_rows_within_tol_inclusive():
     assert I.distinct_points(X, 0.25).tolist() == [[0.0, 0.0], [0.5, 0.0], [2.0, 0.0]]
     exact = I.as_exact([[1, 2], [1, 2], [2, 1]])
     assert I.distinct_points(exact).tolist() == I.as_exact([[1, 2], [2, 1]]).tolist()
+
+
+def test_tau_max_is_infinite_when_the_spread_does_not_exceed_the_radius():
+    # tau_max = gap / log(spread / radius); at spread = radius the log is 0 and every tau > 0 works.
+    import dataclasses
+    import math
+    from fractions import Fraction
+
+    inputs, targets = I.random_dataset(2, 3, 2, 2, seed=0)
+    T = I.construct(inputs, targets, "softmax")
+    assert T.tau_max > 0
+    assert dataclasses.replace(T, spread=T.radius).tau_max == math.inf
+    assert dataclasses.replace(T, spread=T.radius / 2).tau_max == math.inf
+    doubled = dataclasses.replace(T, spread=2 * T.radius, gap=Fraction(3))
+    assert doubled.tau_max == 3 / math.log(2)
