@@ -35,14 +35,6 @@ from .model import scores_unchecked as scores
 from .population import OneStepResult, check_model_inputs, loss_from_weights, population_grad_unchecked
 
 
-def _check_eta(eta: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    return check_eta(eta, like)
-
-
-def _check_steps(steps: int) -> None:
-    check_int("steps", steps, 1)
-
-
 class Trajectory(NamedTuple):
     """Population gradient descent, recorded at every step ``t = 0, ..., T``."""
 
@@ -72,7 +64,7 @@ def population_descent(
     ArgumentTypeError unless ``steps`` is an integer and ``eta`` real; ValueError unless
     ``steps >= 1`` and ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
-    _check_steps(steps)
+    check_int("steps", steps, 1)
     check_model_inputs(V, theta0, theta_tilde0, support)
     eta = check_eta(eta, theta0, torch.broadcast_shapes(V.shape[:-2], theta0.shape[:-1], support.shape[:-1])).unsqueeze(-1)
     phi = attention_kind(kind)
@@ -164,7 +156,7 @@ def empirical_one_step(
     Raises as :func:`empirical_grad` and :func:`sxor.one_step` do."""
     check_embeddings(V)
     check_tensor("theta0", theta0, 1, real=True)
-    eta = _check_eta(eta, theta0).unsqueeze(-1)
+    eta = check_eta(eta, theta0).unsqueeze(-1)
     check_support(support, V.shape[-2])
     grad, grad_tilde = empirical_grad(x, y, V, theta0, -theta0, kind)
     theta1, theta_tilde1 = theta0 - eta * grad, -theta0 - eta * grad_tilde
@@ -221,12 +213,12 @@ def minibatch_sgd(
     instance and takes ``theta <- theta - eta dL_B/dtheta``. After ``t`` steps the model has seen
     ``t * batch_size`` samples. Raises as :func:`sxor.one_step` does, and unless ``steps`` and
     ``batch_size`` are integers ``>= 1``."""
-    _check_steps(steps)
+    check_int("steps", steps, 1)
     check_int("batch_size", batch_size, 1)
     d, m = check_embeddings(V)
     check_query("theta0", theta0, m, like=V)
     check_support(support, d)
-    eta_t = _check_eta(eta, theta0)
+    eta_t = check_eta(eta, theta0)
     phi = attention_kind(kind)
     theta, theta_tilde = theta0, -theta0
     losses, wins = [], []
@@ -335,9 +327,9 @@ def parity_descent(
     gradient taken by autograd through the exact enumerated loss :func:`parity_population_loss`.
     Raises as :func:`parity_population_loss` does, and unless ``steps >= 1`` is an integer and
     ``eta`` a finite real ``>= 0``."""
-    _check_steps(steps)
+    check_int("steps", steps, 1)
     check_tensor("thetas0", thetas0, 2, real=True)
-    eta_t = _check_eta(eta, thetas0)
+    eta_t = check_eta(eta, thetas0)
     check_real("loss_threshold", loss_threshold, minimum=0, strict=True)
     check_real("mass_threshold", mass_threshold, minimum=0, strict=True)
     phi = attention_kind(kind)

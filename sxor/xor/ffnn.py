@@ -38,7 +38,7 @@ def parameter_count(d: int, width: int) -> int:
     """Trainable parameters of one width-``w`` network on ``d`` inputs: ``w d + w + w + 1``.
     Raises ArgumentTypeError unless both are integers; ValueError unless ``d >= 2``, ``width >= 1``."""
     check_dims(d)
-    _check_positive_int("width", width)
+    check_int("width", width, 1)
     return width * (d + 2) + 1
 
 
@@ -57,8 +57,8 @@ def init_ffnn(
     unless ``d >= 2`` and ``width, restarts >= 1``."""
     check_dims(d)
     check_dtype("dtype", dtype)
-    _check_positive_int("width", width)
-    _check_positive_int("restarts", restarts)
+    check_int("width", width, 1)
+    check_int("restarts", restarts, 1)
 
     def uniform(*shape: int, fan_in: int) -> torch.Tensor:
         u = torch.rand(*shape, generator=generator, dtype=dtype, device=device)
@@ -165,7 +165,7 @@ def train_ffnn(
         raise ArgumentTypeError(f"optimizer must be a string, got {type(optimizer).__name__}")
     for name, value in [("width", width), ("restarts", restarts), ("max_steps", max_steps), ("batch", batch),
                         ("eval_every", eval_every), ("n_val", n_val), ("n_test", n_test)]:
-        _check_positive_int(name, value)
+        check_int(name, value, 1)
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {sorted(OPTIMIZERS)}")
     if not lr > 0 or not target > 0:
@@ -251,7 +251,3 @@ def smallest_width(
         if best is not None:
             break
     return records
-
-
-def _check_positive_int(name: str, value: int) -> None:
-    check_int(name, value, 1)
