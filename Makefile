@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 NB    ?= $(NOTEBOOKS)
 
-.PHONY: book test unit nbval strict-book execute clean
+.PHONY: book test unit nbval strict-book execute mutate clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ strict-book: $(STAMP)
 
 execute: $(STAMP)
 	timeout 1800 $(PY) tools/execute_notebooks.py $(NB)
+
+# Mutation testing over tools/mutations.json (unit tests only, each mutant in a temporary copy).
+# Not part of `make test`: it takes about half an hour on 2 cores (book/appendix/contributing.md).
+mutate: $(STAMP)
+	TQDM_DISABLE=1 $(PY) tools/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf _build

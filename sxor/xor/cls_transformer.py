@@ -24,7 +24,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from .checks import check_embeddings, check_query, check_support, check_tensor
+from .checks import ArgumentTypeError, check_embeddings, check_int, check_like, check_query, check_support, check_tensor
 from .data import all_inputs, sparse_xor_labels
 
 #: Read-out mixing ``W_O = [[1, 1], [1, -1]]`` of the two head outputs, ``u = W_O o``.
@@ -43,9 +43,15 @@ class CLSWeights(NamedTuple):
 
 def token_embeddings(x: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     """Token matrix ``Z [..., n, d + 1, m + 3]`` of the module docstring for ``x [..., n, d]``
-    in ``{+1, -1}`` and positional embeddings ``V [..., d, m]`` (CLS token first)."""
+    in ``{+1, -1}`` and positional embeddings ``V [..., d, m]`` (CLS token first).
+
+    Raises ArgumentTypeError unless ``V`` is a real floating tensor and ``x`` a real tensor;
+    ValueError unless ``x [..., n, d]`` matches ``V``, has entries in ``{+1, -1}`` and the batch
+    shapes broadcast."""
     d, m = check_embeddings(V)
     check_tensor("x", x, 2)
+    if x.is_complex() or x.dtype == torch.bool:
+        raise ArgumentTypeError(f"x must be a real tensor with entries in {{+1, -1}}, got dtype {x.dtype}")
     if x.shape[-1] != d:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the embeddings have d={d}")
     if not bool(((x == 1) | (x == -1)).all()):
@@ -63,17 +69,29 @@ def token_embeddings(x: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
 
 def attention_mask(d: int, *, device: torch.device | str | None = None) -> torch.Tensor:
     """Boolean mask ``[d + 1, d + 1]``, True where query token ``t`` may attend to key token ``u``:
-    every query attends to the ``d`` input tokens and never to the CLS token."""
+    every query attends to the ``d`` input tokens and never to the CLS token. Raises
+    ArgumentTypeError unless ``d`` is an integer, ValueError unless ``d >= 1``."""
+    d = check_int("d", d, 1)
     mask = torch.ones(d + 1, d + 1, dtype=torch.bool, device=device)
     mask[:, 0] = False
     return mask
 
 
 def cls_weights(theta: torch.Tensor, theta_tilde: torch.Tensor) -> CLSWeights:
-    """The map ``(theta, theta~) -> (W_Q, W_K, W_V)`` of the module docstring (batched)."""
+    """The map ``(theta, theta~) -> (W_Q, W_K, W_V)`` of the module docstring (batched).
+
+    Raises ArgumentTypeError unless both queries are real floating tensors; ValueError unless
+    they share one length ``m``, dtype and device, are finite and their batch shapes broadcast."""
+    check_tensor("theta", theta, 1, real=True)
     m = theta.shape[-1]
     check_query("theta", theta, m)
-    check_query("theta_tilde", theta_tilde, m)
+    check_query("theta_tilde", theta_tilde, m, like=theta)
+    check_like("theta_tilde", theta_tilde, "theta", theta)
+    try:
+        torch.broadcast_shapes(theta.shape, theta_tilde.shape)
+    except RuntimeError:
+        raise ValueError(f"theta and theta_tilde batch shapes do not broadcast: {tuple(theta.shape)}, "
+                         f"{tuple(theta_tilde.shape)}") from None
     queries = torch.stack(torch.broadcast_tensors(theta, theta_tilde), dim=-2)  # [..., 2, m]
     D = m + 3
     e_cls = torch.zeros(D, dtype=theta.dtype, device=theta.device)
@@ -89,6 +107,7 @@ def cls_weights(theta: torch.Tensor, theta_tilde: torch.Tensor) -> CLSWeights:
 
 def queries(weights: CLSWeights) -> tuple[torch.Tensor, torch.Tensor]:
     """``(theta, theta~)`` read back from ``W_Q``: the CLS column ``W_Q^h e_CLS`` of each head."""
+    _check_cls_weights(weights)
     return weights.W_Q[..., 0, :, -1], weights.W_Q[..., 1, :, -1]
 
 
@@ -97,7 +116,11 @@ def head_outputs(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch
 
     Standard masked softmax attention, ``softmax(Q K^T + mask) U`` with ``Q = Z W_Q^T``,
     ``K = Z W_K^T``, ``U = Z W_V^T`` (no ``1/sqrt(m)`` scaling: it would only rescale ``theta``).
+    Raises as :func:`token_embeddings` does, and ValueError unless the weights match the tokens'
+    dimension, dtype and device.
     """
+    _check_cls_weights(weights)
+    check_like("weights.W_Q", weights.W_Q, "V", V)
     Z = token_embeddings(x, V).unsqueeze(-3)  # [..., n, 1, d + 1, D], the 1 broadcasts over heads
     d = Z.shape[-2] - 1
     if weights.W_Q.shape[-1] != Z.shape[-1]:
@@ -108,20 +131,35 @@ def head_outputs(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch
     return out[..., 0, 0]  # CLS row, value dimension 1: [..., n, 2]
 
 
+def _check_cls_weights(weights: object) -> None:
+    if not isinstance(weights, CLSWeights):
+        raise ArgumentTypeError(f"weights must be CLSWeights (from cls_weights), got {type(weights).__name__}")
+    for name, w in zip(CLSWeights._fields, weights):
+        check_tensor(f"weights.{name}", w, 3, real=True, finite=True)
+        if w.shape[-3] != 2:
+            raise ValueError(f"weights.{name} must have a head axis of size 2, got shape {tuple(w.shape)}")
+
+
 def readout(o: torch.Tensor) -> torch.Tensor:
-    """``f = sum_k r_k (W_O o)_k^2`` with the fixed ``READOUT_MIX`` and ``READOUT_OUT``; equals ``-o_1 o_2``."""
+    """``f = sum_k r_k (W_O o)_k^2`` with the fixed ``READOUT_MIX`` and ``READOUT_OUT``; equals ``-o_1 o_2``.
+    Raises ArgumentTypeError unless ``o [..., 2]`` is a real floating tensor; ValueError unless its
+    last dimension is 2 and it is finite."""
+    check_tensor("o", o, 1, real=True, finite=True)
+    if o.shape[-1] != 2:
+        raise ValueError(f"o must have last dimension 2 (one output per head), got shape {tuple(o.shape)}")
     mix = torch.tensor(READOUT_MIX, dtype=o.dtype, device=o.device)
     out = torch.tensor(READOUT_OUT, dtype=o.dtype, device=o.device)
     return ((o @ mix.T) ** 2 @ out)
 
 
 def cls_forward(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.Tensor:
-    """Transformer output ``[..., n]`` for inputs ``x [..., n, d]``."""
+    """Transformer output ``[..., n]`` for inputs ``x [..., n, d]``. Raises as :func:`head_outputs` does."""
     return readout(head_outputs(x, V, weights))
 
 
 def cls_enumerated_loss(V: torch.Tensor, weights: CLSWeights, support: torch.Tensor) -> torch.Tensor:
-    """Population loss ``1/2 E (f(x) - y)^2`` of the transformer by summing over all ``2^d`` inputs."""
+    """Population loss ``1/2 E (f(x) - y)^2`` of the transformer by summing over all ``2^d`` inputs.
+    Raises as :func:`head_outputs` and :func:`sxor.all_inputs` do, and for an invalid ``support``."""
     d, _ = check_embeddings(V)
     check_support(support, d)
     x = all_inputs(d, dtype=V.dtype, device=V.device)

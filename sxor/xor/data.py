@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_dims, check_support
+from .checks import as_support, batch_shape, check_batch, check_dims, check_dtype, check_generator, check_int, check_support, check_tensor
 
 
 def sphere_embeddings(
@@ -25,8 +25,15 @@ def sphere_embeddings(
 
     A standard Gaussian vector divided by its norm is uniform on the sphere (rotation
     invariance), so ``v_i = z_i / ||z_i||`` with ``z_i ~ N(0, I_m)``.
+
+    Raises ArgumentTypeError (a TypeError and ValueError) unless ``d``, ``m`` are integers, ``batch``
+    a tuple of integers and ``dtype`` a real floating dtype (complex is refused); ValueError unless
+    ``d >= 2``, ``m >= 1`` and every batch size ``>= 0``.
     """
     check_dims(d, m)
+    batch = check_batch(batch)
+    check_dtype("dtype", dtype)
+    check_generator(generator)
     z = torch.randn(*batch, d, m, generator=generator, dtype=dtype, device=device)
     return z / z.norm(dim=-1, keepdim=True)
 
@@ -38,8 +45,13 @@ def random_support(
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """A uniformly random ordered pair ``(i*, j*)`` of distinct positions, shape ``[*batch, 2]``."""
+    """A uniformly random ordered pair ``(i*, j*)`` of distinct positions, shape ``[*batch, 2]``.
+
+    Raises ArgumentTypeError unless ``d`` is an integer and ``batch`` a tuple of integers;
+    ValueError unless ``d >= 2``."""
     check_dims(d)
+    batch = check_batch(batch)
+    check_generator(generator)
     first = torch.randint(0, d, (*batch,), generator=generator, device=device)
     # j* is uniform over the d - 1 positions other than i*.
     offset = torch.randint(1, d, (*batch,), generator=generator, device=device)
@@ -55,11 +67,17 @@ def sample_sparse_xor(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` samples ``x [n, d]`` uniform on ``{+1,-1}^d`` with labels ``y = -x_{i*} x_{j*}``."""
+    """``n`` samples ``x [n, d]`` uniform on ``{+1,-1}^d`` with labels ``y = -x_{i*} x_{j*}``.
+
+    Raises ArgumentTypeError unless ``n``, ``d`` are integers, ``support`` integer and ``dtype`` a
+    real floating or signed integer dtype (bool and unsigned cannot hold ``-1``); ValueError unless
+    ``n >= 1``, ``d >= 2`` and ``support`` is one pair of distinct positions in ``[0, d)``.
+    """
     check_dims(d)
-    if int(n) != n or n < 1:
-        raise ValueError(f"n must be a positive integer, got n={n}")
-    support = torch.as_tensor(support, device=device)
+    check_int("n", n, 1)
+    check_dtype("dtype", dtype, integer=True)
+    check_generator(generator)
+    support = as_support(support, device)
     check_support(support, d)
     if support.shape != (2,):
         raise ValueError(f"sample_sparse_xor takes one support of shape (2,), got {tuple(support.shape)}")
@@ -69,9 +87,17 @@ def sample_sparse_xor(
 
 
 def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """``y = -x_{i*} x_{j*}`` for inputs ``x [..., n, d]`` and ``support [..., 2]``, shape ``[..., n]``."""
-    support = torch.as_tensor(support, device=x.device)
-    batch = torch.broadcast_shapes(x.shape[:-2], support.shape[:-1])
+    """``y = -x_{i*} x_{j*}`` for inputs ``x [..., n, d]`` and ``support [..., 2]``, shape ``[..., n]``.
+
+    Raises ArgumentTypeError unless ``x`` is a tensor and ``support`` an integer tensor (or a pair
+    of ints); ValueError unless ``x`` has at least 2 dimensions, ``support`` is pairs of distinct
+    positions in ``[0, d)`` and the batch shapes broadcast.
+    """
+    check_tensor("x", x, 2)
+    check_dtype("x", x.dtype, integer=True)
+    support = as_support(support, x.device)
+    check_support(support, x.shape[-1])
+    batch = batch_shape(x.shape[:-2], support.shape[:-1])
     n, d = x.shape[-2:]
     pair = x.expand(*batch, n, d).gather(-1, support.unsqueeze(-2).expand(*batch, n, 2))
     return -pair[..., 0] * pair[..., 1]
@@ -80,8 +106,14 @@ def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
 def all_inputs(
     d: int, *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> torch.Tensor:
-    """All ``2^d`` points of the hypercube ``{+1,-1}^d`` as a ``[2^d, d]`` tensor (for small d)."""
+    """All ``2^d`` points of the hypercube ``{+1,-1}^d`` as a ``[2^d, d]`` tensor (for small d).
+
+    Raises ArgumentTypeError unless ``d`` is an integer and ``dtype`` a real floating or signed
+    integer dtype (bool and unsigned dtypes cannot hold ``-1``); ValueError unless ``2 <= d <= 24``
+    (``2^24`` rows is the largest enumeration this book needs).
+    """
     check_dims(d)
+    check_dtype("dtype", dtype, integer=True)
     if d > 24:
         raise ValueError(f"enumerating 2^d inputs is only sensible for d <= 24, got d={d}")
     codes = torch.arange(2**d, device=device).unsqueeze(-1)

@@ -14,24 +14,25 @@ from typing import NamedTuple
 
 import torch
 
-from .checks import check_embeddings, check_finite, check_query, check_support, check_tensor
+from .checks import (
+    ArgumentTypeError,
+    as_support,
+    check_dims,
+    check_dtype,
+    check_embeddings,
+    check_eta,
+    check_generator,
+    check_int,
+    check_query,
+    check_real,
+    check_support,
+    check_tensor,
+)
 from .data import all_inputs, sparse_xor_labels
 from .metrics import success, target_masses
-from .model import attention_kind, scores
+from .model import attention_kind
+from .model import scores_unchecked as scores
 from .population import OneStepResult, check_model_inputs, loss_from_weights, population_grad_unchecked
-
-
-def _check_eta(eta: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    eta = torch.as_tensor(eta, dtype=like.dtype, device=like.device)
-    check_finite("eta", eta)
-    if bool((eta < 0).any()):
-        raise ValueError("eta must be non-negative (a gradient *descent* step)")
-    return eta
-
-
-def _check_steps(steps: int) -> None:
-    if int(steps) != steps or steps < 1:
-        raise ValueError(f"steps must be a positive integer, got steps={steps}")
 
 
 class Trajectory(NamedTuple):
@@ -58,10 +59,14 @@ def population_descent(
     ``theta_{t+1} = theta_t - eta dL/dtheta(theta_t, theta~_t)`` and the same for ``theta~``,
     with the exact gradient of :func:`sxor.xor.population.population_grad`. ``eta`` is a float or a tensor
     broadcasting against the batch shape (one step size per instance).
+
+    Raises as :func:`sxor.population_loss` does for ``V``, the queries, ``support`` and ``kind``;
+    ArgumentTypeError unless ``steps`` is an integer and ``eta`` real; ValueError unless
+    ``steps >= 1`` and ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
-    _check_steps(steps)
+    check_int("steps", steps, 1)
     check_model_inputs(V, theta0, theta_tilde0, support)
-    eta = _check_eta(eta, theta0).unsqueeze(-1)
+    eta = check_eta(eta, theta0, torch.broadcast_shapes(V.shape[:-2], theta0.shape[:-1], support.shape[:-1])).unsqueeze(-1)
     phi = attention_kind(kind)
     theta, theta_tilde = theta0, theta_tilde0
     losses, masses, wins = [], [], []
@@ -79,8 +84,12 @@ def population_descent(
 
 
 def first_success(success_per_step: torch.Tensor) -> torch.Tensor:
-    """Index of the first ``True`` along the leading (time) axis, or ``-1`` where there is none."""
+    """Index of the first ``True`` along the leading (time) axis, or ``-1`` where there is none.
+
+    Raises ArgumentTypeError unless ``success_per_step`` is a bool tensor with at least one axis."""
     check_tensor("success_per_step", success_per_step, 1)
+    if success_per_step.dtype != torch.bool:
+        raise ArgumentTypeError(f"success_per_step must be a bool tensor, got dtype {success_per_step.dtype}")
     T = success_per_step.shape[0]
     steps = torch.arange(T, device=success_per_step.device).view(T, *([1] * (success_per_step.dim() - 1)))
     first = torch.where(success_per_step, steps, T).amin(0)
@@ -99,14 +108,18 @@ def empirical_grad(
 
     With ``r_k = f(x_k) - y_k``: ``dL_n/dg = -(1/n) sum_k r_k (h . x_k) x_k`` and
     ``dL_n/dh = -(1/n) sum_k r_k (g . x_k) x_k``, then ``dL_n/dtheta = V^T J_phi(s)^T dL_n/dg``.
-    ``x [..., n, d]``, ``y [..., n]``.
+    ``x [..., n, d]``, ``y [..., n]``. Raises as :func:`sxor.predict` does for ``V``, the queries,
+    ``x`` and ``kind``, and ValueError unless ``y [..., n]`` is finite and real.
     """
     d, m = check_embeddings(V)
-    check_query("theta", theta, m)
-    check_query("theta_tilde", theta_tilde, m)
-    check_tensor("x", x, 2)
+    check_query("theta", theta, m, like=V)
+    check_query("theta_tilde", theta_tilde, m, like=V)
+    check_tensor("x", x, 2, finite=True)
+    check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != d:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the embeddings have d={d}")
+    check_tensor("y", y, 1, finite=True)
+    check_dtype("y", y.dtype, integer=True)
     if y.shape[-1:] != x.shape[-2:-1]:
         raise ValueError(f"y must have shape [..., n] with n={x.shape[-2]}, got {tuple(y.shape)}")
     phi = attention_kind(kind)
@@ -138,8 +151,12 @@ def empirical_one_step(
     kind: str = "softmax",
 ) -> OneStepResult:
     """One *empirical* gradient step from ``(theta0, -theta0)`` on the samples ``(x, y)``, judged
-    by the *population* loss afterwards: ``theta1 = theta0 - eta dL_n/dtheta``."""
-    eta = _check_eta(eta, theta0).unsqueeze(-1)
+    by the *population* loss afterwards: ``theta1 = theta0 - eta dL_n/dtheta``.
+
+    Raises as :func:`empirical_grad` and :func:`sxor.one_step` do."""
+    check_embeddings(V)
+    check_tensor("theta0", theta0, 1, real=True)
+    eta = check_eta(eta, theta0).unsqueeze(-1)
     check_support(support, V.shape[-2])
     grad, grad_tilde = empirical_grad(x, y, V, theta0, -theta0, kind)
     theta1, theta_tilde1 = theta0 - eta * grad, -theta0 - eta * grad_tilde
@@ -159,12 +176,15 @@ def sample_batch(
 
     The batched form of :func:`sxor.xor.data.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
     :func:`sxor.xor.data.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
+    Raises as :func:`sxor.sample_sparse_xor` does, and ValueError unless ``support`` is ``[S, 2]``.
     """
+    check_dims(d)
+    n = check_int("n", n, 1)
+    check_dtype("dtype", dtype, integer=True)
+    check_generator(generator)
     check_support(support, d)
     if support.dim() != 2:
         raise ValueError(f"support must have shape [S, 2], got {tuple(support.shape)}")
-    if int(n) != n or n < 1:
-        raise ValueError(f"n must be a positive integer, got n={n}")
     bits = torch.randint(0, 2, (support.shape[0], n, d), generator=generator, dtype=torch.int8, device=device)
     x = (1 - 2 * bits).to(dtype)
     return x, sparse_xor_labels(x, support)
@@ -197,15 +217,17 @@ def minibatch_sgd(
     The samples come from ``generator`` (:func:`sample_batch`) or, if ``keys [S]`` is given, from
     the instances' sample streams (:mod:`sxor.xor.streams`): step ``t`` uses samples
     ``t B, ..., (t + 1) B - 1`` of each stream, so runs with different batch sizes read the same data.
+    Raises as :func:`sxor.one_step` does, and unless ``steps`` and ``batch_size`` are integers
+    ``>= 1`` and ``keys`` (if given) has shape ``[S]`` without a ``generator``.
     """
-    _check_steps(steps)
-    if int(batch_size) != batch_size or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
-    d, _ = check_embeddings(V)
+    check_int("steps", steps, 1)
+    check_int("batch_size", batch_size, 1)
+    d, m = check_embeddings(V)
+    check_query("theta0", theta0, m, like=V)
     check_support(support, d)
     if keys is not None and (generator is not None or torch.as_tensor(keys).shape != (V.shape[0],)):
         raise ValueError("keys must have shape [S] (one stream per instance) and exclude generator")
-    eta_t = _check_eta(eta, theta0)
+    eta_t = check_eta(eta, theta0)
     phi = attention_kind(kind)
     theta, theta_tilde = theta0, -theta0
     losses, wins = [], []
@@ -232,7 +254,12 @@ def minibatch_sgd(
 
 
 def parity_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """``y = -prod_{i in S} x_i`` for ``x [..., n, d]`` and ``support [..., k]`` (``k = 2``: sparse XOR)."""
+    """``y = -prod_{i in S} x_i`` for ``x [..., n, d]`` and ``support [..., k]`` (``k = 2``: sparse XOR).
+    Raises ArgumentTypeError unless ``x`` is a tensor and ``support`` an integer tensor; ValueError
+    unless ``support`` holds pairwise distinct positions in ``[0, d)``."""
+    check_tensor("x", x, 2)
+    support = as_support(support, x.device)
+    check_support(support, x.shape[-1], k=None)
     support = torch.as_tensor(support, device=x.device)
     batch = torch.broadcast_shapes(x.shape[:-2], support.shape[:-1])
     n, d = x.shape[-2:]
@@ -247,25 +274,21 @@ def parity_predict(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
 
 
 def check_parity_support(support: torch.Tensor, d: int) -> None:
-    """``support [..., k]``: integer positions in ``[0, d)``, pairwise distinct."""
-    check_tensor("support", support, 1)
-    if support.is_floating_point() or support.dtype == torch.bool:
-        raise ValueError(f"support must be an integer (long) tensor, got dtype {support.dtype}")
-    if bool(((support < 0) | (support >= d)).any()):
-        raise ValueError(f"support out of range: every index must lie in [0, d) = [0, {d})")
-    k = support.shape[-1]
-    for a, b in itertools.combinations(range(k), 2):
-        if bool((support[..., a] == support[..., b]).any()):
-            raise ValueError("support positions must be pairwise distinct")
+    """``support [..., k]``: integer positions in ``[0, d)``, pairwise distinct
+    (:func:`sxor.xor.checks.check_support` with any ``k``)."""
+    check_support(support, d, k=None)
 
 
 def parity_population_loss(
     V: torch.Tensor, thetas: torch.Tensor, support: torch.Tensor, kind: str = "softmax"
 ) -> torch.Tensor:
     """Exact ``1/2 E_x[(f(x) - y)^2]`` for ``k`` heads (``thetas [..., k, m]``) by enumerating all
-    ``2^d`` inputs (``d <= 16``); ``y = -prod_{i in S} x_i``, ``support [..., k]``. Differentiable."""
+    ``2^d`` inputs (``d <= 16``); ``y = -prod_{i in S} x_i``, ``support [..., k]``. Differentiable.
+    Raises as :func:`sxor.population_loss` does, and ValueError unless ``d <= 16`` and there is one
+    head per support position."""
     d, m = check_embeddings(V)
-    check_query("thetas", thetas, m)
+    check_query("thetas", thetas, m, like=V)
+    check_tensor("thetas", thetas, 2)
     check_parity_support(support, d)
     if d > 16:
         raise ValueError(f"exact enumeration is limited to d <= 16, got d={d}")
@@ -318,9 +341,14 @@ def parity_descent(
     mass_threshold: float = 0.9,
 ) -> ParityTrajectory:
     """``steps`` steps of population gradient descent for ``k`` heads on ``k``-sparse parity, the
-    gradient taken by autograd through the exact enumerated loss :func:`parity_population_loss`."""
-    _check_steps(steps)
-    eta_t = _check_eta(eta, thetas0)
+    gradient taken by autograd through the exact enumerated loss :func:`parity_population_loss`.
+    Raises as :func:`parity_population_loss` does, and unless ``steps >= 1`` is an integer and
+    ``eta`` a finite real ``>= 0``."""
+    check_int("steps", steps, 1)
+    check_tensor("thetas0", thetas0, 2, real=True)
+    eta_t = check_eta(eta, thetas0)
+    check_real("loss_threshold", loss_threshold, minimum=0, strict=True)
+    check_real("mass_threshold", mass_threshold, minimum=0, strict=True)
     phi = attention_kind(kind)
     thetas = thetas0.detach()
     losses, masses, wins = [], [], []
@@ -346,7 +374,12 @@ def parity_inits(theta0: torch.Tensor, scheme: str, *, generator: torch.Generato
       (``sum_h theta_h = 0``, the 3-head analogue of ``(theta, -theta)``);
     * ``"antipodal"``: ``(theta0, -theta0, 0)``;
     * ``"random"``: ``theta0`` and two further independent uniform directions on the sphere.
+
+    Raises ArgumentTypeError unless ``theta0`` is a real floating tensor; ValueError for an
+    unknown ``scheme``, ``m < 2`` or a non-finite ``theta0``.
     """
+    check_tensor("theta0", theta0, 1, real=True, finite=True)
+    check_generator(generator)
     m = theta0.shape[-1]
     if m < 2:
         raise ValueError(f"three-head inits need m >= 2, got m={m}")

@@ -21,7 +21,7 @@ from typing import NamedTuple, Sequence
 
 import torch
 
-from .checks import check_dims, check_support, check_tensor
+from .checks import ArgumentTypeError, as_support, check_dims, check_dtype, check_int, check_real, check_support, check_tensor
 from .data import sparse_xor_labels
 
 #: Adam's constants ``beta1, beta2, eps``, PyTorch's defaults.
@@ -42,7 +42,7 @@ class FFNNParams(NamedTuple):
 def parameter_count(d: int, width: int) -> int:
     """Trainable parameters of one width-``w`` network on ``d`` inputs: ``w d + w + w + 1``."""
     check_dims(d)
-    _check_positive_int("width", width)
+    check_int("width", width, 1)
     return width * (d + 2) + 1
 
 
@@ -56,10 +56,13 @@ def init_ffnn(
     device: torch.device | str | None = None,
 ) -> FFNNParams:
     """PyTorch's default ``nn.Linear`` initialisation: every weight and bias of a layer with
-    ``fan_in`` inputs uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``; ``c`` starts at 0."""
+    ``fan_in`` inputs uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``; ``c`` starts at 0.
+    Raises ArgumentTypeError unless ``d``, ``width``, ``restarts`` are integers and ``dtype`` real
+    floating; ValueError unless ``d >= 2`` and ``width, restarts >= 1``."""
     check_dims(d)
-    _check_positive_int("width", width)
-    _check_positive_int("restarts", restarts)
+    check_dtype("dtype", dtype)
+    check_int("width", width, 1)
+    check_int("restarts", restarts, 1)
 
     def uniform(*shape: int, fan_in: int) -> torch.Tensor:
         u = torch.rand(*shape, generator=generator, dtype=dtype, device=device)
@@ -74,8 +77,13 @@ def init_ffnn(
 
 
 def ffnn_forward(x: torch.Tensor, params: FFNNParams) -> torch.Tensor:
-    """``f(x) = a . relu(W x + b) + c`` for ``x [n, d]`` or ``x [R, n, d]``, shape ``[R, n]``."""
-    check_tensor("x", x, 2)
+    """``f(x) = a . relu(W x + b) + c`` for ``x [n, d]`` or ``x [R, n, d]``, shape ``[R, n]``.
+    Raises ArgumentTypeError unless ``params`` is an :class:`FFNNParams` and ``x`` a real tensor;
+    ValueError unless ``x`` is finite with last dimension ``d``."""
+    if not isinstance(params, FFNNParams):
+        raise ArgumentTypeError(f"params must be FFNNParams, got {type(params).__name__}")
+    check_tensor("x", x, 2, finite=True)
+    check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != params.W.shape[-1]:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the network has d={params.W.shape[-1]} inputs")
     hidden = torch.relu(x.to(params.W.dtype) @ params.W.transpose(-1, -2) + params.b.unsqueeze(-2))
@@ -83,7 +91,12 @@ def ffnn_forward(x: torch.Tensor, params: FFNNParams) -> torch.Tensor:
 
 
 def ffnn_loss(x: torch.Tensor, y: torch.Tensor, params: FFNNParams) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean loss ``1/2 mean_k (f(x_k) - y_k)^2`` per restart ``[R]``, and its standard error ``[R]``."""
+    """Mean loss ``1/2 mean_k (f(x_k) - y_k)^2`` per restart ``[R]``, and its standard error ``[R]``.
+    Raises as :func:`ffnn_forward` does, and ValueError unless ``y [..., n]`` is finite and real."""
+    check_tensor("y", y, 1, finite=True)
+    check_dtype("y", y.dtype, integer=True)
+    if y.shape[-1:] != x.shape[-2:-1]:
+        raise ValueError(f"y must have shape [..., n] with n={x.shape[-2]}, got {tuple(y.shape)}")
     per_sample = 0.5 * (ffnn_forward(x, params) - y.to(params.W.dtype)) ** 2
     return per_sample.mean(-1), per_sample.std(-1) / math.sqrt(per_sample.shape[-1])
 
@@ -92,10 +105,9 @@ def exact_xor_network(
     d: int, support: tuple[int, int], *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> FFNNParams:
     """A width-2 network equal to ``y = -x_a x_b`` on the whole hypercube:
-    ``relu(x_a - x_b) + relu(x_b - x_a) - 1 = |x_a - x_b| - 1``."""
-    check_dims(d)
-    a_, b_ = support
-    check_support(torch.tensor([a_, b_]), d)
+    ``relu(x_a - x_b) + relu(x_b - x_a) - 1 = |x_a - x_b| - 1``. Raises as
+    :func:`sxor.sample_sparse_xor` does for ``d``, ``support`` and ``dtype``."""
+    a_, b_ = _one_pair(d, support, dtype)
     W = torch.zeros(1, 2, d, dtype=dtype, device=device)
     W[0, 0, a_], W[0, 0, b_], W[0, 1, a_], W[0, 1, b_] = 1.0, -1.0, -1.0, 1.0
     zeros = torch.zeros(1, 2, dtype=dtype, device=device)
@@ -108,10 +120,9 @@ def width1_loss_floor_network(
 ) -> FFNNParams:
     """A width-1 network with population loss exactly :data:`WIDTH1_LOSS_FLOOR` ``= 1/3``:
     ``(4/3) relu(x_a - x_b - 1) - 1/3``, which is right on the inputs with ``x_a = -x_b = 1``
-    and predicts ``-1/3`` on the other three quarters of the cube."""
-    check_dims(d)
-    a_, b_ = support
-    check_support(torch.tensor([a_, b_]), d)
+    and predicts ``-1/3`` on the other three quarters of the cube. Raises as
+    :func:`exact_xor_network` does."""
+    a_, b_ = _one_pair(d, support, dtype)
     W = torch.zeros(1, 1, d, dtype=dtype, device=device)
     W[0, 0, a_], W[0, 0, b_] = 1.0, -1.0
     return FFNNParams(W, -torch.ones(1, 1, dtype=dtype, device=device),
@@ -183,21 +194,26 @@ def train_ffnn(
     kept parameters are finally evaluated on a third sample set of size ``n_test`` that played no
     part in training or stopping (``held_out_loss``).
     The loop runs on one CPU thread (restored afterwards): its tensors are too small to share.
+    Raises ArgumentTypeError unless the sizes, the widths and ``seed`` are integers, ``lr`` and
+    ``target`` real and ``dtype`` real floating; ValueError unless the sizes and widths are
+    ``>= 1`` (``d >= 2``), the widths distinct, ``lr`` and ``target`` finite and ``> 0`` and
+    ``support`` one valid pair.
     """
     check_dims(d)
+    check_dtype("dtype", dtype)
+    check_int("seed", seed, 0)
+    lr = check_real("lr", lr, minimum=0, strict=True)
+    target = check_real("target", target, minimum=0, strict=True)
     widths = (widths,) if isinstance(widths, int) else tuple(widths)
     if not widths:
         raise ValueError("widths must name at least one width")
-    for w in widths:
-        _check_positive_int("width", w)
+    widths = tuple(check_int("width", w, 1) for w in widths)
     if len(set(widths)) != len(widths):
         raise ValueError(f"widths must be distinct, got {list(widths)}")
     for name, value in [("restarts", restarts), ("max_steps", max_steps), ("batch", batch),
                         ("eval_every", eval_every), ("n_val", n_val), ("n_test", n_test)]:
-        _check_positive_int(name, value)
-    if not lr > 0 or not target > 0:
-        raise ValueError(f"lr and target must be positive, got lr={lr}, target={target}")
-    support = torch.as_tensor(support, device=device)
+        check_int(name, value, 1)
+    support = as_support(support, device)
     check_support(support, d)
     if support.shape != (2,):
         raise ValueError(f"train_ffnn takes one support of shape (2,), got {tuple(support.shape)}")
@@ -346,6 +362,11 @@ def _losses(x, y, W, b, a, c, onehot):
     return 0.5 * ((_forward(x, W, b, a, c, onehot) - y.unsqueeze(-1)) ** 2).mean(1)  # [R, nW]
 
 
-def _check_positive_int(name: str, value: int) -> None:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {name}={value}")
+def _one_pair(d: int, support: object, dtype: torch.dtype) -> tuple[int, int]:
+    check_dims(d)
+    check_dtype("dtype", dtype)
+    support = as_support(support)
+    check_support(support, d)
+    if support.shape != (2,):
+        raise ValueError(f"support must be one pair (i*, j*), got shape {tuple(support.shape)}")
+    return int(support[0]), int(support[1])

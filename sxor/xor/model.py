@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from .checks import check_embeddings, check_query, check_tensor
+from .checks import check_dtype, check_embeddings, check_finite, check_kind, check_query, check_tensor, check_weights
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,9 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
 
 
 def attention_kind(kind: str) -> AttentionKind:
-    """Look up an attention map by name, raising ValueError for an unknown one."""
+    """Look up an attention map by name, raising ValueError for an unknown one (and
+    ArgumentTypeError, a TypeError and ValueError, for a name that is not a string)."""
+    check_kind(kind)
     try:
         return ATTENTION_KINDS[kind]
     except KeyError:
@@ -109,19 +111,47 @@ def attention_kind(kind: str) -> AttentionKind:
 
 
 def scores(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """Attention scores ``s = V theta``: ``[..., d]`` from ``V [..., d, m]`` and ``theta [..., m]``."""
+    """Attention scores ``s = V theta``: ``[..., d]`` from ``V [..., d, m]`` and ``theta [..., m]``.
+
+    Raises ArgumentTypeError unless both are real floating tensors; ValueError unless ``V`` has
+    ``d >= 2`` rows, ``theta`` has length ``m``, both share one dtype and device and are finite.
+    """
+    _, m = check_embeddings(V)
+    check_query("theta", theta, m, like=V)
+    return scores_unchecked(V, theta)
+
+
+def scores_unchecked(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    """:func:`scores` without input validation, for loops that check their inputs once (and for
+    trajectories allowed to diverge, whose non-finite queries must not raise)."""
     return (V @ theta.unsqueeze(-1)).squeeze(-1)
 
 
 def attention(V: torch.Tensor, theta: torch.Tensor, kind: str = "softmax") -> torch.Tensor:
-    """Weights ``gamma = phi(V theta)`` of one head, shape ``[..., d]``."""
+    """Weights ``gamma = phi(V theta)`` of one head, shape ``[..., d]``.
+
+    Raises as :func:`scores` does, and ValueError for an unknown ``kind``."""
     _, m = check_embeddings(V)
-    check_query("theta", theta, m)
-    return attention_kind(kind).weights(scores(V, theta))
+    check_query("theta", theta, m, like=V)
+    return attention_kind(kind).weights(scores_unchecked(V, theta))
 
 
 def predict_from_weights(x: torch.Tensor, gamma: torch.Tensor, gamma_tilde: torch.Tensor) -> torch.Tensor:
-    """``f(x) = -(gamma . x)(gamma~ . x)`` for ``x [..., n, d]`` and weights ``[..., d]``."""
+    """``f(x) = -(gamma . x)(gamma~ . x)`` for ``x [..., n, d]`` and weights ``[..., d]``.
+
+    Raises ArgumentTypeError unless the weights are real floating tensors and ``x`` a real
+    tensor; ValueError unless the weights share one dtype, device and length ``d``, ``x`` has
+    last dimension ``d`` and everything is finite. ``x`` is converted to the weights' dtype.
+    """
+    d = check_weights(gamma, gamma_tilde, ("gamma", "gamma_tilde"))
+    check_finite("gamma", gamma)
+    check_finite("gamma_tilde", gamma_tilde)
+    check_tensor("x", x, 2)
+    check_dtype("x", x.dtype, integer=True)
+    if x.shape[-1] != d:
+        raise ValueError(f"x has last dimension {x.shape[-1]} but the weights have d={d}")
+    check_finite("x", x)
+    x = x.to(gamma.dtype)
     return -(x @ gamma.unsqueeze(-1)).squeeze(-1) * (x @ gamma_tilde.unsqueeze(-1)).squeeze(-1)
 
 
@@ -132,12 +162,21 @@ def predict(
     theta_tilde: torch.Tensor,
     kind: str = "softmax",
 ) -> torch.Tensor:
-    """Model output ``f(x) = -(gamma . x)(gamma~ . x)`` for inputs ``x [..., n, d]``, shape ``[..., n]``."""
+    """Model output ``f(x) = -(gamma . x)(gamma~ . x)`` for inputs ``x [..., n, d]``, shape ``[..., n]``.
+
+    Raises ArgumentTypeError unless ``V``, ``theta``, ``theta_tilde`` are real floating tensors
+    and ``x`` a real tensor; ValueError unless the shapes agree (``V [..., d, m]``, queries
+    ``[..., m]``, ``x [..., n, d]``), the queries share ``V``'s dtype and device, everything is
+    finite and ``kind`` is registered.
+    """
     d, m = check_embeddings(V)
-    check_query("theta_tilde", theta_tilde, m)
+    check_query("theta", theta, m, like=V)
+    check_query("theta_tilde", theta_tilde, m, like=V)
     check_tensor("x", x, 2)
+    check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != d:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the embeddings have d={d}")
+    check_finite("x", x)
     gamma = attention(V, theta, kind)
     gamma_tilde = attention(V, theta_tilde, kind)
     return predict_from_weights(x.to(gamma.dtype), gamma, gamma_tilde)

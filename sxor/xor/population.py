@@ -21,8 +21,9 @@ from typing import NamedTuple
 
 import torch
 
-from .checks import batch_shape, check_embeddings, check_finite, check_query, check_support
-from .model import attention_kind, scores
+from .checks import as_support, batch_shape, check_embeddings, check_eta, check_query, check_support, check_tensor, check_weights
+from .model import attention_kind
+from .model import scores_unchecked as scores
 
 
 def _pair(w: torch.Tensor, support: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -34,7 +35,14 @@ def _pair(w: torch.Tensor, support: torch.Tensor) -> tuple[torch.Tensor, torch.T
 
 
 def loss_from_weights(g: torch.Tensor, h: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """Population loss ``L(g, h)`` of the module docstring for weights ``g, h [..., d]``, shape ``[...]``."""
+    """Population loss ``L(g, h)`` of the module docstring for weights ``g, h [..., d]``, shape ``[...]``.
+
+    Raises ArgumentTypeError unless ``g``, ``h`` are real floating tensors and ``support`` an
+    integer tensor; ValueError unless ``g`` and ``h`` share one length ``d``, dtype and device, and
+    ``support [..., 2]`` holds distinct positions ``i* != j*`` in ``[0, d)`` with broadcasting batch
+    shapes. Non-finite weights are not refused: they give a non-finite loss (a diverging run).
+    """
+    support = _check_weights_and_support(g, h, support)
     gg, hh, gh = (g * g).sum(-1), (h * h).sum(-1), (g * h).sum(-1)
     diag = (g * g * h * h).sum(-1)
     g_a, g_b = _pair(g, support)
@@ -48,8 +56,9 @@ def grad_from_weights(
     """Gradients of ``L(g, h)`` with respect to the weights:
 
     ``dL/dg = ||h||^2 g + 2 (g.h) h - 2 g h^2 - (h_b e_a + h_a e_b)`` and the same with
-    ``g`` and ``h`` swapped.
+    ``g`` and ``h`` swapped. Raises as :func:`loss_from_weights` does.
     """
+    support = _check_weights_and_support(g, h, support)
     shape = batch_shape(g.shape[:-1], h.shape[:-1], support.shape[:-1])
     g, h = g.expand(*shape, g.shape[-1]), h.expand(*shape, h.shape[-1])
     support = support.to(g.device).expand(*shape, 2)
@@ -65,11 +74,20 @@ def grad_from_weights(
     return du_g, du_h
 
 
+def _check_weights_and_support(g, h, support) -> torch.Tensor:
+    d = check_weights(g, h)
+    support = as_support(support)
+    check_support(support, d)
+    batch_shape(g.shape[:-1], h.shape[:-1], support.shape[:-1])
+    return support
+
+
 def check_model_inputs(V, theta, theta_tilde, support) -> None:
-    """Validate embeddings, both queries and the support together (shapes, ranges, finiteness)."""
+    """Validate embeddings, both queries and the support together (types, shapes, ranges, dtypes,
+    finiteness), raising as :func:`population_loss` documents."""
     d, m = check_embeddings(V)
-    check_query("theta", theta, m)
-    check_query("theta_tilde", theta_tilde, m)
+    check_query("theta", theta, m, like=V)
+    check_query("theta_tilde", theta_tilde, m, like=V)
     check_support(support, d)
     batch_shape(V.shape[:-2], theta.shape[:-1], theta_tilde.shape[:-1], support.shape[:-1])
 
@@ -81,7 +99,14 @@ def population_loss(
     support: torch.Tensor,
     kind: str = "softmax",
 ) -> torch.Tensor:
-    """Exact ``L = 1/2 E_x[(f(x) - y)^2]`` over ``x`` uniform on ``{+1,-1}^d``, shape ``[...]``."""
+    """Exact ``L = 1/2 E_x[(f(x) - y)^2]`` over ``x`` uniform on ``{+1,-1}^d``, shape ``[...]``.
+
+    Raises ArgumentTypeError unless ``V``, ``theta``, ``theta_tilde`` are real floating tensors,
+    ``support`` an integer tensor and ``kind`` a string; ValueError unless ``V [..., d, m]`` has
+    ``d >= 2``, the queries are ``[..., m]`` in ``V``'s dtype and device, everything is finite,
+    ``support [..., 2]`` holds ``i* != j*`` in ``[0, d)``, the batch shapes broadcast and ``kind``
+    is registered.
+    """
     check_model_inputs(V, theta, theta_tilde, support)
     phi = attention_kind(kind)
     return loss_from_weights(phi.weights(scores(V, theta)), phi.weights(scores(V, theta_tilde)), support)
@@ -97,7 +122,7 @@ def population_grad(
     """Exact gradient ``(dL/dtheta, dL/dtheta~)``, each ``[..., m]``.
 
     Chain rule through ``s = V theta``: ``dL/dtheta = V^T J_phi(s)^T dL/dg``; for softmax
-    ``J^T u = g * u - g <g, u>``.
+    ``J^T u = g * u - g <g, u>``. Raises as :func:`population_loss` does.
     """
     check_model_inputs(V, theta, theta_tilde, support)
     return population_grad_unchecked(V, theta, theta_tilde, support, kind)
@@ -142,13 +167,15 @@ def one_step(
 
     ``theta1 = theta0 - eta dL/dtheta``, ``theta1~ = -theta0 - eta dL/dtheta~``.
     Finite for ``eta`` up to ``1e12`` because softmax is evaluated with log-sum-exp.
+
+    Raises as :func:`population_loss` does (with ``theta_tilde = -theta0``), and
+    ArgumentTypeError unless ``eta`` is a real number or tensor (not complex, bool or str);
+    ValueError unless ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
+    check_tensor("theta0", theta0, 1, real=True)
     theta_tilde0 = -theta0
     check_model_inputs(V, theta0, theta_tilde0, support)
-    eta = torch.as_tensor(eta, dtype=theta0.dtype, device=theta0.device)
-    check_finite("eta", eta)
-    if bool((eta < 0).any()):
-        raise ValueError("eta must be non-negative (a gradient *descent* step)")
+    eta = check_eta(eta, theta0, batch_shape(V.shape[:-2], theta0.shape[:-1], support.shape[:-1]))
     phi = attention_kind(kind)
     grad, grad_tilde = population_grad_unchecked(V, theta0, theta_tilde0, support, kind)
     step = eta.unsqueeze(-1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_embeddings, check_query, check_support
+from .checks import ArgumentTypeError, check_embeddings, check_generator, check_int, check_query, check_support, check_tensor
 from .data import all_inputs, sample_sparse_xor, sparse_xor_labels
 from .model import predict
 
@@ -21,7 +21,16 @@ def empirical_loss(
     theta_tilde: torch.Tensor,
     kind: str = "softmax",
 ) -> torch.Tensor:
-    """``1/2 mean_k (f(x_k) - y_k)^2`` over the rows of ``x [..., n, d]``, shape ``[...]``."""
+    """``1/2 mean_k (f(x_k) - y_k)^2`` over the rows of ``x [..., n, d]``, shape ``[...]``.
+
+    Raises as :func:`sxor.predict` does, and ValueError unless ``y`` is a finite real tensor
+    ``[..., n]`` matching ``x``."""
+    check_tensor("x", x, 2)
+    check_tensor("y", y, 1, finite=True)
+    if y.is_complex() or y.dtype == torch.bool:
+        raise ArgumentTypeError(f"y must be a real tensor, got dtype {y.dtype}")
+    if y.shape[-1:] != x.shape[-2:-1]:
+        raise ValueError(f"y must have shape [..., n] with n={x.shape[-2]}, got {tuple(y.shape)}")
     return 0.5 * ((predict(x, V, theta, theta_tilde, kind) - y) ** 2).mean(-1)
 
 
@@ -32,9 +41,12 @@ def enumerated_loss(
     support: torch.Tensor,
     kind: str = "softmax",
 ) -> torch.Tensor:
-    """Population loss by summing over all ``2^d`` inputs (exact, ``O(2^d d)``; small ``d`` only)."""
+    """Population loss by summing over all ``2^d`` inputs (exact, ``O(2^d d)``; small ``d`` only).
+
+    Raises as :func:`sxor.population_loss` does, and ValueError for ``d > 24``."""
     d, m = check_embeddings(V)
-    check_query("theta", theta, m)
+    check_query("theta", theta, m, like=V)
+    check_query("theta_tilde", theta_tilde, m, like=V)
     check_support(support, d)
     x = all_inputs(d, dtype=V.dtype, device=V.device)
     y = sparse_xor_labels(x, support)
@@ -54,15 +66,27 @@ def monte_carlo_loss(
     """Monte Carlo estimate of the population loss from ``n`` fresh samples, with its standard error.
 
     Returns ``(estimate, standard_error)`` where ``standard_error = std / sqrt(n)``.
+    Raises as :func:`sxor.population_loss` and :func:`sxor.sample_sparse_xor` do (``n >= 2``
+    integer: one sample has no standard error).
     """
-    d, _ = check_embeddings(V)
+    d, m = check_embeddings(V)
+    check_int("n", n, 2)
+    check_generator(generator)
+    check_query("theta", theta, m, like=V)
+    check_query("theta_tilde", theta_tilde, m, like=V)
     x, y = sample_sparse_xor(n, d, support, generator=generator, dtype=V.dtype, device=V.device)
     per_sample = 0.5 * (predict(x, V, theta, theta_tilde, kind) - y) ** 2
     return per_sample.mean(-1), per_sample.std(-1) / n**0.5
 
 
 def autograd_grad(loss_fn, theta: torch.Tensor, theta_tilde: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gradient of ``loss_fn(theta, theta_tilde).sum()`` by reverse-mode autodiff."""
+    """Gradient of ``loss_fn(theta, theta_tilde).sum()`` by reverse-mode autodiff.
+
+    Raises ArgumentTypeError unless ``loss_fn`` is callable and the queries real floating tensors."""
+    if not callable(loss_fn):
+        raise ArgumentTypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
+    check_tensor("theta", theta, 1, real=True)
+    check_tensor("theta_tilde", theta_tilde, 1, real=True)
     theta = theta.detach().requires_grad_(True)
     theta_tilde = theta_tilde.detach().requires_grad_(True)
     grad, grad_tilde = torch.autograd.grad(loss_fn(theta, theta_tilde).sum(), (theta, theta_tilde))
