@@ -269,7 +269,7 @@ def plot_modes(results: dict, ds: tuple[int, ...] | None = None):
     ds = (all_d[len(all_d) // 2], all_d[-1]) if ds is None else tuple(ds)
     if not 1 <= len(ds) <= 2:
         raise ValueError("plot_modes draws one or two panels")
-    fig, axes = plt.subplots(1, len(ds), figsize=(6.2 * len(ds), 4.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(ds), figsize=(5.8 * len(ds), 4.0), sharey=True, squeeze=False)
     colors = {"success": "C2", "off_target": "C3", "same_target": "C0", "under_stepped": "C7"}
     for ax, d in zip(axes[0], ds):
         ns, frac = mode_fractions_by_n(results["records"], d)
