@@ -38,7 +38,7 @@ def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets:
     """Squared Hausdorff distances ``d_H(T(X_j), Y_j)^2``, exact Fractions. Hardmax: the exact
     outputs. Softmax: the outputs with every temperature-dependent layer replaced by the midpoint
     of its rigorous enclosure (see :class:`sxor.interp.network.SALayer`); the rigorous bound is
-    :func:`softmax_certificate`. Refuses datasets :func:`check_dataset` refuses and token
+    :func:`softmax_certificate`. Refuses datasets :func:`~sxor.interp.dataset.check_dataset` refuses and token
     dimensions other than ``T.d``."""
     X, Y = check_dataset(inputs, targets)
     return [hausdorff_squared(out, y) for out, y in zip(T.map(X), Y)]
@@ -94,7 +94,7 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
     Runs the layers exactly up to the temperature-dependent attention layer (the collapse; every
     earlier SA has ``A = 0`` or is the identity, so it is exact at every ``tau``), encloses its
     output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`: exact
-    hardmax centre plus an outward-rounded enclosure of the deviation, at :func:`enclosure_bits`
+    hardmax centre plus an outward-rounded enclosure of the deviation, at :func:`~sxor.interp.certificate.enclosure_bits`
     bits, so the boxes stay tight for coordinates of any size and targets at any distance), and pushes the boxes through every later layer in exact interval arithmetic
     (:func:`sxor.interp.softmax.feed_forward_enclosure`). Returns
 
@@ -113,7 +113,7 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
       within ``box_width``: a tight box turns "not certified" into evidence of real inexactness.
 
     Refuses a hardmax network, ``tau`` that is not an int or Fraction ``> 0`` (floats, NaN and
-    inf included), datasets :func:`check_dataset` refuses, and a network with two
+    inf included), datasets :func:`~sxor.interp.dataset.check_dataset` refuses, and a network with two
     temperature-dependent attention layers. Every ``tau > 0`` is supported: the enclosure clamps
     huge exponents, so the work does not grow as ``tau -> 0``."""
     if T.attention != "softmax":

@@ -22,7 +22,8 @@ from typing import Iterable, Sequence
 import numpy as np
 import torch
 
-Token = tuple  # one token as a tuple of d Fractions (hashable)
+#: One token as a hashable value: a tuple of ``d`` Fractions.
+Token = tuple
 
 
 def is_exact(X: object) -> bool:

@@ -266,7 +266,7 @@ class InterpolatingTransformer:
 
     @property
     def tau_max(self) -> float:
-        """The largest temperature of the softmax guarantee: ``gap / log(spread / radius)``, so that
+        """The largest temperature of the softmax guarantee, ``gap / log(spread / radius)``, so that
         ``epsilon(tau) < radius`` for ``0 < tau < tau_max``; ``inf`` when ``spread <= radius`` or
         when no layer depends on the temperature. Hardmax transformers return 0. A float: a value
         beyond the float range reads ``inf`` (and one below it ``0.0``); :attr:`tau_max_mp` holds

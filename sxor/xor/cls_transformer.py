@@ -159,7 +159,7 @@ def cls_forward(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.
 
 def cls_enumerated_loss(V: torch.Tensor, weights: CLSWeights, support: torch.Tensor) -> torch.Tensor:
     """Population loss ``1/2 E (f(x) - y)^2`` of the transformer by summing over all ``2^d`` inputs.
-    Raises as :func:`head_outputs` and :func:`sxor.all_inputs` do, and for an invalid ``support``."""
+    Raises as :func:`head_outputs` and :func:`~sxor.xor.data.all_inputs` do, and for an invalid ``support``."""
     d, _ = check_embeddings(V)
     check_support(support, d)
     x = all_inputs(d, dtype=V.dtype, device=V.device)

@@ -60,7 +60,7 @@ def population_descent(
     with the exact gradient of :func:`sxor.xor.population.population_grad`. ``eta`` is a float or a tensor
     broadcasting against the batch shape (one step size per instance).
 
-    Raises as :func:`sxor.population_loss` does for ``V``, the queries, ``support`` and ``kind``;
+    Raises as :func:`~sxor.xor.population.population_loss` does for ``V``, the queries, ``support`` and ``kind``;
     ArgumentTypeError unless ``steps`` is an integer and ``eta`` real; ValueError unless
     ``steps >= 1`` and ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
@@ -108,7 +108,7 @@ def empirical_grad(
 
     With ``r_k = f(x_k) - y_k``: ``dL_n/dg = -(1/n) sum_k r_k (h . x_k) x_k`` and
     ``dL_n/dh = -(1/n) sum_k r_k (g . x_k) x_k``, then ``dL_n/dtheta = V^T J_phi(s)^T dL_n/dg``.
-    ``x [..., n, d]``, ``y [..., n]``. Raises as :func:`sxor.predict` does for ``V``, the queries,
+    ``x [..., n, d]``, ``y [..., n]``. Raises as :func:`~sxor.xor.model.predict` does for ``V``, the queries,
     ``x`` and ``kind``, and ValueError unless ``y [..., n]`` is finite and real.
     """
     d, m = check_embeddings(V)
@@ -153,7 +153,7 @@ def empirical_one_step(
     """One *empirical* gradient step from ``(theta0, -theta0)`` on the samples ``(x, y)``, judged
     by the *population* loss afterwards: ``theta1 = theta0 - eta dL_n/dtheta``.
 
-    Raises as :func:`empirical_grad` and :func:`sxor.one_step` do."""
+    Raises as :func:`empirical_grad` and :func:`~sxor.xor.population.one_step` do."""
     check_embeddings(V)
     check_tensor("theta0", theta0, 1, real=True)
     eta = check_eta(eta, theta0).unsqueeze(-1)
@@ -176,7 +176,7 @@ def sample_batch(
 
     The batched form of :func:`sxor.xor.data.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
     :func:`sxor.xor.data.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
-    Raises as :func:`sxor.sample_sparse_xor` does, and ValueError unless ``support`` is ``[S, 2]``.
+    Raises as :func:`~sxor.xor.data.sample_sparse_xor` does, and ValueError unless ``support`` is ``[S, 2]``.
     """
     check_dims(d)
     n = check_int("n", n, 1)
@@ -217,7 +217,7 @@ def minibatch_sgd(
     The samples come from ``generator`` (:func:`sample_batch`) or, if ``keys [S]`` is given, from
     the instances' sample streams (:mod:`sxor.xor.streams`): step ``t`` uses samples
     ``t B, ..., (t + 1) B - 1`` of each stream, so runs with different batch sizes read the same data.
-    Raises as :func:`sxor.one_step` does, and unless ``steps`` and ``batch_size`` are integers
+    Raises as :func:`~sxor.xor.population.one_step` does, and unless ``steps`` and ``batch_size`` are integers
     ``>= 1`` and ``keys`` (if given) has shape ``[S]`` without a ``generator``.
     """
     check_int("steps", steps, 1)
@@ -284,7 +284,7 @@ def parity_population_loss(
 ) -> torch.Tensor:
     """Exact ``1/2 E_x[(f(x) - y)^2]`` for ``k`` heads (``thetas [..., k, m]``) by enumerating all
     ``2^d`` inputs (``d <= 16``); ``y = -prod_{i in S} x_i``, ``support [..., k]``. Differentiable.
-    Raises as :func:`sxor.population_loss` does, and ValueError unless ``d <= 16`` and there is one
+    Raises as :func:`~sxor.xor.population.population_loss` does, and ValueError unless ``d <= 16`` and there is one
     head per support position."""
     d, m = check_embeddings(V)
     check_query("thetas", thetas, m, like=V)

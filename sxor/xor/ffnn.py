@@ -106,7 +106,7 @@ def exact_xor_network(
 ) -> FFNNParams:
     """A width-2 network equal to ``y = -x_a x_b`` on the whole hypercube:
     ``relu(x_a - x_b) + relu(x_b - x_a) - 1 = |x_a - x_b| - 1``. Raises as
-    :func:`sxor.sample_sparse_xor` does for ``d``, ``support`` and ``dtype``."""
+    :func:`~sxor.xor.data.sample_sparse_xor` does for ``d``, ``support`` and ``dtype``."""
     a_, b_ = _one_pair(d, support, dtype)
     W = torch.zeros(1, 2, d, dtype=dtype, device=device)
     W[0, 0, a_], W[0, 0, b_], W[0, 1, a_], W[0, 1, b_] = 1.0, -1.0, -1.0, 1.0
@@ -148,7 +148,8 @@ class WidthRuns(NamedTuple):
 
     @property
     def success(self) -> torch.Tensor:
-        """The run stopped: below ``target`` on the validation and the test set at one check, ``[W, R]``."""
+        """Whether the run stopped, i.e. was below ``target`` on the validation and the test set at
+        one check, ``[W, R]``."""
         return self.steps > 0
 
     @property

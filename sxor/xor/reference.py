@@ -23,7 +23,7 @@ def empirical_loss(
 ) -> torch.Tensor:
     """``1/2 mean_k (f(x_k) - y_k)^2`` over the rows of ``x [..., n, d]``, shape ``[...]``.
 
-    Raises as :func:`sxor.predict` does, and ValueError unless ``y`` is a finite real tensor
+    Raises as :func:`~sxor.xor.model.predict` does, and ValueError unless ``y`` is a finite real tensor
     ``[..., n]`` matching ``x``."""
     check_tensor("x", x, 2)
     check_tensor("y", y, 1, finite=True)
@@ -43,7 +43,7 @@ def enumerated_loss(
 ) -> torch.Tensor:
     """Population loss by summing over all ``2^d`` inputs (exact, ``O(2^d d)``; small ``d`` only).
 
-    Raises as :func:`sxor.population_loss` does, and ValueError for ``d > 24``."""
+    Raises as :func:`~sxor.xor.population.population_loss` does, and ValueError for ``d > 24``."""
     d, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
     check_query("theta_tilde", theta_tilde, m, like=V)
@@ -66,7 +66,7 @@ def monte_carlo_loss(
     """Monte Carlo estimate of the population loss from ``n`` fresh samples, with its standard error.
 
     Returns ``(estimate, standard_error)`` where ``standard_error = std / sqrt(n)``.
-    Raises as :func:`sxor.population_loss` and :func:`sxor.sample_sparse_xor` do (``n >= 2``
+    Raises as :func:`~sxor.xor.population.population_loss` and :func:`~sxor.xor.data.sample_sparse_xor` do (``n >= 2``
     integer: one sample has no standard error).
     """
     d, m = check_embeddings(V)
