@@ -21,7 +21,15 @@ from typing import NamedTuple
 
 import torch
 
-from .checks import batch_shape, check_embeddings, check_finite, check_query, check_support
+from .checks import (
+    batch_shape,
+    check_dims,
+    check_embeddings,
+    check_finite,
+    check_query,
+    check_support,
+    check_tensor,
+)
 from .model import attention_kind, scores
 
 
@@ -121,6 +129,45 @@ def population_grad_unchecked(
     return (Vt @ r.unsqueeze(-1)).squeeze(-1), (Vt @ r_tilde.unsqueeze(-1)).squeeze(-1)
 
 
+#: Rows per block when a long contraction over ``d`` is split (see :func:`_rows_times`): a block of
+#: ``V`` then stays in cache, and MKL's matrix-vector products at ``d ~ 10^6`` run at the copy rate.
+_BLOCK_ROWS = 4096
+
+
+def _rows_times(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    """``A @ V`` for ``A [..., k, d]`` and ``V [..., d, m]`` (one pass over ``V``), ``[..., k, m]``.
+
+    For long ``d`` the contraction is split into blocks of ``_BLOCK_ROWS`` rows summed afterwards:
+    the same products in a different order of summation (so equal to rounding).
+    """
+    d = V.shape[-2]
+    if d < 2 * _BLOCK_ROWS or d % _BLOCK_ROWS or A.shape[:-2] != V.shape[:-2] or not V.is_contiguous():
+        return A @ V
+    c = d // _BLOCK_ROWS
+    Vb = V.reshape(*V.shape[:-2], c, _BLOCK_ROWS, V.shape[-1])
+    Ab = A.reshape(*A.shape[:-1], c, _BLOCK_ROWS).transpose(-3, -2)
+    return (Ab @ Vb).sum(-3)
+
+
+def _check_step_inputs(V, theta0, support, eta) -> torch.Tensor:
+    """The checks of :func:`one_step` that cost ``O(m + batch)``: everything but ``V``'s finiteness,
+    which :func:`_one_step` checks from the row sums it computes in its first pass. Returns ``eta``
+    as a tensor."""
+    check_tensor("V", V, 2)
+    if not V.is_floating_point():
+        raise ValueError(f"V must be a floating-point tensor, got dtype {V.dtype}")
+    d, m = V.shape[-2], V.shape[-1]
+    check_dims(d, m)
+    check_query("theta0", theta0, m)
+    check_support(support, d)
+    batch_shape(V.shape[:-2], theta0.shape[:-1], support.shape[:-1])
+    eta = torch.as_tensor(eta, dtype=theta0.dtype, device=theta0.device)
+    check_finite("eta", eta)
+    if bool((eta < 0).any()):
+        raise ValueError("eta must be non-negative (a gradient *descent* step)")
+    return eta
+
+
 class OneStepResult(NamedTuple):
     """State after one population gradient step from the antisymmetric init ``(theta0, -theta0)``."""
 
@@ -129,6 +176,48 @@ class OneStepResult(NamedTuple):
     loss: torch.Tensor  #: population loss after the step, ``[...]``
     attention: torch.Tensor  #: weights of the first head after the step, ``[..., d]``
     attention_tilde: torch.Tensor  #: weights of the second head after the step, ``[..., d]``
+
+
+class StepAndLimit(NamedTuple):
+    """:func:`one_step_and_limit`: one step of size ``eta`` and its ``eta -> infinity`` limit."""
+
+    step: OneStepResult  #: the step of size ``eta``
+    head: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta>``, where head 1 sits as ``eta -> infinity``, ``[...]``
+    head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
+
+
+def _one_step(V, theta0, support, eta, kind: str, *, check_rows: bool, limit: bool):
+    """One step from ``(theta0, -theta0)`` in three passes over ``V``.
+
+    Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``), plus the row sums of ``V`` when
+    ``check_rows`` (a row with a nan or an inf has a non-finite sum, so this checks ``V`` at no
+    extra pass). Pass 2: both heads' gradients ``V^T [r, r~]`` in one product. Pass 3: both heads'
+    new scores ``V [theta1, theta1~]`` (and ``V [-grad, -grad~]`` for the argmax limit).
+    """
+    phi = attention_kind(kind)
+    Vt = V.transpose(-1, -2)
+    theta0 = theta0.to(V.dtype)
+    rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if check_rows else theta0.unsqueeze(-2)
+    first = rows @ Vt  # [..., 1 or 2, d]
+    if check_rows and not bool(torch.isfinite(first[..., 1, :]).all()):
+        check_finite("V", V)  # names the problem; passes only if a finite row sum overflowed
+    s = first[..., 0, :]
+    g, h = phi.weights(s), phi.weights(-s)
+    du_g, du_h = grad_from_weights(g, h, support)
+    r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
+    grads = _rows_times(r, V)  # [..., 2, m]
+    step = eta.unsqueeze(-1).unsqueeze(-1)
+    start = torch.stack([theta0, -theta0], -2)
+    new = start - step * grads  # [..., 2, m]
+    queries = torch.cat([new, -grads], -2) if limit else new
+    new_scores = queries @ Vt  # [..., 2 or 4, d]
+    weights = phi.weights(new_scores[..., :2, :])
+    g1, h1 = weights[..., 0, :], weights[..., 1, :]
+    result = OneStepResult(new[..., 0, :], new[..., 1, :], loss_from_weights(g1, h1, support), g1, h1)
+    if not limit:
+        return result
+    heads = new_scores[..., 2:, :].argmax(-1)
+    return StepAndLimit(result, heads[..., 0], heads[..., 1])
 
 
 def one_step(
@@ -141,17 +230,27 @@ def one_step(
     """One population gradient step of size ``eta`` from ``(theta0, -theta0)``:
 
     ``theta1 = theta0 - eta dL/dtheta``, ``theta1~ = -theta0 - eta dL/dtheta~``.
-    Finite for ``eta`` up to ``1e12`` because softmax is evaluated with log-sum-exp.
+    Finite for ``eta`` up to ``1e12`` because softmax is evaluated with log-sum-exp. Three passes
+    over ``V`` (the scores, both gradients in one product, both new scores in one product); the
+    input checks cost no further pass.
     """
-    theta_tilde0 = -theta0
-    check_model_inputs(V, theta0, theta_tilde0, support)
-    eta = torch.as_tensor(eta, dtype=theta0.dtype, device=theta0.device)
-    check_finite("eta", eta)
-    if bool((eta < 0).any()):
-        raise ValueError("eta must be non-negative (a gradient *descent* step)")
-    phi = attention_kind(kind)
-    grad, grad_tilde = population_grad_unchecked(V, theta0, theta_tilde0, support, kind)
-    step = eta.unsqueeze(-1)
-    theta1, theta_tilde1 = theta0 - step * grad, theta_tilde0 - step * grad_tilde
-    g, h = phi.weights(scores(V, theta1)), phi.weights(scores(V, theta_tilde1))
-    return OneStepResult(theta1, theta_tilde1, loss_from_weights(g, h, support), g, h)
+    eta = _check_step_inputs(V, theta0, support, eta)
+    return _one_step(V, theta0, support, eta, kind, check_rows=True, limit=False)
+
+
+def one_step_and_limit(
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float | torch.Tensor,
+    kind: str = "softmax",
+    *,
+    check: bool = True,
+) -> StepAndLimit:
+    """:func:`one_step` and, from the same three passes over ``V``, where each head sits in the
+    ``eta -> infinity`` limit (:func:`sxor.xor.analysis.argmax_limit`).
+
+    ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
+    """
+    eta = _check_step_inputs(V, theta0, support, eta) if check else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
+    return _one_step(V, theta0, support, eta, kind, check_rows=check, limit=True)
