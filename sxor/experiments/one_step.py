@@ -11,7 +11,10 @@ Both use :func:`sxor.xor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``)
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import time
 
 import numpy as np
 import torch
@@ -19,8 +22,8 @@ import torch
 from ..xor import analysis
 from ..xor.metrics import FAILURE_MODES, failure_modes
 from ..xor.model import attention
-from ..xor.population import loss_from_weights, one_step
-from ..xor.sweeps import Instances, sweep
+from ..xor.population import loss_from_weights, one_step, one_step_and_limit_factored
+from ..xor.sweeps import Instances, ScaledInstances, sweep, sweep_m
 from . import register, size_config
 
 #: Embedding dimension of the ``eta`` sweep.
@@ -29,21 +32,33 @@ ETA_SWEEP_M = 30
 #: digits so that the grid is the same decimal numbers on every machine (``np.logspace`` differs in
 #: its last bits between CPUs). Records carry the exact index ``k`` as ``eta_index``.
 ETA_OVER_D2 = [float(f"{10 ** (k / 4):.4g}") for k in range(21)]
-#: ``c`` in ``eta = c d^2 ln d`` on the success grid.
-GRID_C = 100.0
+GRID_C = analysis.GRID_C
 
 ETA_SIZES = {
     "ci": {"d": [64, 256], "seeds": 100},
     "full": {"d": [64, 256, 1024, 4096, 16384], "seeds": 100},
 }
+def _grid_ms(lo: int, hi: int, fine: tuple[int, int] | None = None) -> list[int]:
+    """Even ``m`` from ``lo`` to ``hi`` in steps of 2, or in steps of 4 outside the ``fine`` window."""
+    if fine is None:
+        return list(range(lo, hi + 1, 2))
+    return sorted({*range(lo, hi + 1, 4), *range(fine[0], fine[1] + 1, 2), hi})
+
+
+#: Columns drawn per instance at each ``d`` of the success grid (both sizes): instance ``k`` at
+#: ``d`` is the same in the ``ci`` and ``full`` runs only if ``m_max`` is.
+GRID_M_MAX = {**{2**k: 40 for k in range(6, 11)}, **{2**k: 44 for k in range(11, 15)}, 2**16: 48, 2**18: 48, 2**20: 50}
 GRID_SIZES = {
     "ci": {"cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]}, "seeds": {64: 200, 256: 200, 1024: 200}},
     "full": {
         "cells": {
-            **{d: range(4, 65, 4) for d in (64, 128, 256, 512, 1024, 2048, 4096)},
-            **{d: range(16, 49, 4) for d in (8192, 16384)},
+            **{2**k: _grid_ms(4, 40) for k in range(6, 11)},
+            **{2**k: _grid_ms(8, 44) for k in range(11, 15)},
+            2**16: _grid_ms(16, 48, (24, 44)),
+            2**18: _grid_ms(24, 48, (28, 44)),
+            2**20: _grid_ms(28, 50, (32, 46)),
         },
-        "seeds": {64: 1000, 128: 1000, 256: 1000, 512: 1000, 1024: 400, 2048: 400, 4096: 200, 8192: 200, 16384: 200},
+        "seeds": {**{2**k: 1000 for k in range(6, 15)}, 2**16: 400, 2**18: 200, 2**20: 200},
     },
 }
 
@@ -93,19 +108,22 @@ def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
 
 
 def grid_measure(eta: float):
-    """A sweep measure for the success grid: failure mode at step ``eta`` and in the argmax limit."""
+    """A :func:`sxor.xor.sweeps.sweep_m` measure for the success grid: failure mode at step ``eta``
+    and in the argmax limit (both from the same three passes over ``V``), the loss, and the
+    per-input error bound :func:`sxor.xor.analysis.sup_error_bound` after the step."""
 
-    def measure(batch: Instances) -> dict[str, torch.Tensor]:
-        out = one_step(batch.V, batch.theta0, batch.support, eta)
-        limit = analysis.argmax_limit(batch.V, batch.theta0, batch.support)
-        d = batch.V.shape[-2]
-        hard = torch.nn.functional.one_hot(limit.head, d).to(batch.V)
-        hard_tilde = torch.nn.functional.one_hot(limit.head_tilde, d).to(batch.V)
+    def measure(batch: ScaledInstances) -> dict[str, torch.Tensor]:
+        out = one_step_and_limit_factored(batch.Z, batch.scale, batch.theta0, batch.support, eta)
+        step = out.step
+        d = batch.Z.shape[-1]
+        hard = torch.nn.functional.one_hot(out.head, d).to(batch.Z)
+        hard_tilde = torch.nn.functional.one_hot(out.head_tilde, d).to(batch.Z)
         hard_loss = loss_from_weights(hard, hard_tilde, batch.support)
         return {
-            "mode": failure_modes(out.loss, out.attention, out.attention_tilde, batch.support),
+            "mode": failure_modes(step.loss, step.attention, step.attention_tilde, batch.support),
             "limit_mode": failure_modes(hard_loss, hard, hard_tilde, batch.support),
-            "loss": out.loss,
+            "loss": step.loss,
+            "sup_error": analysis.sup_error_bound(step.attention, step.attention_tilde, batch.support),
         }
 
     return measure
@@ -113,18 +131,39 @@ def grid_measure(eta: float):
 
 @register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
 def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """Every ``d`` of the size's grid: its instances are drawn once with ``GRID_M_MAX[d]`` columns
+    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`). Records go in order of ``d``;
+    with ``SXOR_GRID_LOG`` set, each ``d``'s records are also appended to that file (JSON lines)
+    as soon as they are done, so a run stopped part way keeps its finished ``d``."""
     cfg = size_config(size, GRID_SIZES)
+    log = os.environ.get("SXOR_GRID_LOG")
     records = []
     for d, ms in cfg["cells"].items():
-        eta = analysis.grid_eta(d, GRID_C)
+        eta = analysis.grid_eta(d)
+        seeds = cfg["seeds"][d]
+        start = time.perf_counter()
+        outs = sweep_m(grid_measure(eta), seeds, d, list(ms), m_max=GRID_M_MAX[d], device=device,
+                       desc=f"grid d={d}")
+        rows = []
         for m in ms:
-            out = sweep(grid_measure(eta), cfg["seeds"][d], d, m, device=device, desc=f"grid d={d} m={m}")
+            out = outs[m]
             limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
-            records.append(
-                {"d": d, "m": m, "seeds": cfg["seeds"][d], "eta": eta, "median_loss": float(out["loss"].median()),
-                 **_mode_counts(out["mode"]), **limit}
+            ok = out["mode"] == 0
+            sup_ok = out["sup_error"][ok]
+            rows.append(
+                {"d": d, "m": m, "seeds": seeds, "eta": eta, "median_loss": float(out["loss"].median()),
+                 **_mode_counts(out["mode"]), **limit,
+                 "max_sup_error_success": float(sup_ok.max()) if len(sup_ok) else None,
+                 "median_sup_error_success": float(sup_ok.median()) if len(sup_ok) else None}
             )
-    return {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(k): v for k, v in cfg["seeds"].items()}}, records
+        records.extend(rows)
+        if log:
+            with open(log, "a") as f:
+                for row in rows:
+                    f.write(json.dumps({**row, "seconds_for_d": round(time.perf_counter() - start, 1)}) + "\n")
+    params = {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(k): v for k, v in cfg["seeds"].items()},
+              "m_max": {str(d): GRID_M_MAX[d] for d in cfg["cells"]}, "nested_in_m": True}
+    return params, records
 
 
 def success_curves(records: list[dict], key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray]]:

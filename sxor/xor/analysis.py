@@ -109,7 +109,12 @@ def natural_step(eta: torch.Tensor | float, d: int, m: int) -> torch.Tensor:
     return torch.as_tensor(eta, dtype=torch.float64) / (d**2 * sphere_mgf(1.0, m) ** 2)
 
 
-def grid_eta(d: int, c: float = 2.0) -> float:
+#: ``c`` in the success grid's step size ``eta = c d^2 ln d`` (:func:`grid_eta`): the one home of
+#: this constant, used by the one-step chapters, the sweeps and the benchmark.
+GRID_C = 100.0
+
+
+def grid_eta(d: int, c: float = GRID_C) -> float:
     """The step size of the success grid, ``eta = c d^2 ln d``: ``d^2`` undoes the ``1/d^2``
     gradient, and ``ln d`` makes the target beat ``d`` competitors by a factor ``d^c``-ish."""
     check_dims(d)
@@ -143,6 +148,23 @@ def argmax_limit(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor) -
     a, b = support[..., 0], support[..., 1]
     ok = ((head == a) & (head_tilde == b)) | ((head == b) & (head_tilde == a))
     return ArgmaxLimit(head, head_tilde, ok)
+
+
+def sup_error_bound(attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """Bound on ``max_x |f(x) - y(x)|`` over all ``2^d`` inputs from the weights on the targets:
+    ``2 (1 - mu)`` with ``mu = max(g_a h_b, g_b h_a)``, shape ``[...]``.
+
+    Write ``g.x = g_a x_a + r`` with ``|r| <= 1 - g_a`` and ``h.x = h_b x_b + r~`` with
+    ``|r~| <= 1 - h_b`` (weights are non-negative and sum to 1); then
+    ``f - y = x_a x_b (1 - g_a h_b) - g_a x_a r~ - h_b x_b r - r r~``, whose size is at most
+    ``1 - g_a h_b + g_a (1 - h_b) + h_b (1 - g_a) + (1 - g_a)(1 - h_b) = 2 (1 - g_a h_b)``; the
+    other pairing gives ``2 (1 - g_b h_a)``. Below 1 the sign of ``f`` is right on every input.
+    """
+    heads = torch.stack(torch.broadcast_tensors(attention, attention_tilde), dim=-2)  # [..., 2, d]
+    idx = support.to(heads.device).unsqueeze(-2).expand(*heads.shape[:-1], 2)
+    w = heads.gather(-1, idx)  # w[..., h, t]: weight of head h on target t
+    mu = torch.maximum(w[..., 0, 0] * w[..., 1, 1], w[..., 0, 1] * w[..., 1, 0])
+    return 2 * (1 - mu)
 
 
 def sphere_upper_tail(tau: torch.Tensor, m: int) -> torch.Tensor:

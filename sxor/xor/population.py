@@ -186,31 +186,34 @@ class StepAndLimit(NamedTuple):
     head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
 
 
-def _one_step(V, theta0, support, eta, kind: str, *, check_rows: bool, limit: bool):
-    """One step from ``(theta0, -theta0)`` in three passes over ``V``.
+def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bool = False, limit: bool = False):
+    """One step from ``(theta0, -theta0)`` in three passes over ``Vt = V^T [..., m, d]``.
 
     Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``), plus the row sums of ``V`` when
     ``check_rows`` (a row with a nan or an inf has a non-finite sum, so this checks ``V`` at no
     extra pass). Pass 2: both heads' gradients ``V^T [r, r~]`` in one product. Pass 3: both heads'
-    new scores ``V [theta1, theta1~]`` (and ``V [-grad, -grad~]`` for the argmax limit).
+    new scores ``V [theta1, theta1~]`` (and ``V [-grad, -grad~]`` for the argmax limit). With
+    ``scale [..., d]`` the embeddings are ``V = diag(scale) Vt^T`` (rows normalised on the fly).
     """
     phi = attention_kind(kind)
-    Vt = V.transpose(-1, -2)
-    theta0 = theta0.to(V.dtype)
+    theta0 = theta0.to(Vt.dtype)
     rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if check_rows else theta0.unsqueeze(-2)
     first = rows @ Vt  # [..., 1 or 2, d]
     if check_rows and not bool(torch.isfinite(first[..., 1, :]).all()):
-        check_finite("V", V)  # names the problem; passes only if a finite row sum overflowed
-    s = first[..., 0, :]
+        check_finite("V", Vt)  # names the problem; passes only if a finite row sum overflowed
+    s = first[..., 0, :] if scale is None else first[..., 0, :] * scale
     g, h = phi.weights(s), phi.weights(-s)
     du_g, du_h = grad_from_weights(g, h, support)
     r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
-    grads = _rows_times(r, V)  # [..., 2, m]
+    if scale is not None:
+        r = r * scale.unsqueeze(-2)
+    grads = _rows_times(r, Vt.transpose(-1, -2))  # [..., 2, m]
     step = eta.unsqueeze(-1).unsqueeze(-1)
-    start = torch.stack([theta0, -theta0], -2)
-    new = start - step * grads  # [..., 2, m]
+    new = torch.stack([theta0, -theta0], -2) - step * grads  # [..., 2, m]
     queries = torch.cat([new, -grads], -2) if limit else new
     new_scores = queries @ Vt  # [..., 2 or 4, d]
+    if scale is not None:
+        new_scores = new_scores * scale.unsqueeze(-2)
     weights = phi.weights(new_scores[..., :2, :])
     g1, h1 = weights[..., 0, :], weights[..., 1, :]
     result = OneStepResult(new[..., 0, :], new[..., 1, :], loss_from_weights(g1, h1, support), g1, h1)
@@ -235,7 +238,7 @@ def one_step(
     input checks cost no further pass.
     """
     eta = _check_step_inputs(V, theta0, support, eta)
-    return _one_step(V, theta0, support, eta, kind, check_rows=True, limit=False)
+    return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=True)
 
 
 def one_step_and_limit(
@@ -253,4 +256,19 @@ def one_step_and_limit(
     ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
     """
     eta = _check_step_inputs(V, theta0, support, eta) if check else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
-    return _one_step(V, theta0, support, eta, kind, check_rows=check, limit=True)
+    return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=check, limit=True)
+
+
+def one_step_and_limit_factored(
+    Z: torch.Tensor,
+    scale: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float | torch.Tensor,
+    kind: str = "softmax",
+) -> StepAndLimit:
+    """:func:`one_step_and_limit` for embeddings given as ``V = diag(scale) Z^T`` with
+    ``Z [..., m, d]`` and ``scale [..., d]`` (:class:`sxor.xor.sweeps.ScaledInstances`), without
+    input checks: the sweeps draw these instances themselves and never materialise ``V``."""
+    eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
+    return _one_step(Z, theta0, support, eta, kind, scale=scale, limit=True)
