@@ -49,7 +49,7 @@ def _grid_ms(lo: int, hi: int, fine: tuple[int, int] | None = None) -> list[int]
 
 #: Columns drawn per instance at each ``d`` of the success grid (both sizes): instance ``k`` at
 #: ``d`` is the same in the ``ci`` and ``full`` runs only if ``m_max`` is.
-GRID_M_MAX = {**{2**k: 40 for k in range(6, 11)}, **{2**k: 44 for k in range(11, 15)}, 2**16: 48, 2**18: 48, 2**20: 50}
+GRID_M_MAX = {**{2**k: 40 for k in range(6, 11)}, **{2**k: 44 for k in range(11, 15)}, 2**16: 48, 2**18: 44, 2**20: 46}
 GRID_SIZES = {
     "ci": {"cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]}, "seeds": {64: 1000, 256: 1000, 1024: 1000}},
     "full": {
@@ -57,8 +57,8 @@ GRID_SIZES = {
             **{2**k: _grid_ms(4, 40) for k in range(6, 11)},
             **{2**k: _grid_ms(8, 44) for k in range(11, 15)},
             2**16: _grid_ms(16, 48, (24, 44)),
-            2**18: _grid_ms(24, 48, (28, 44)),
-            2**20: _grid_ms(28, 50, (32, 46)),
+            2**18: _grid_ms(28, 44),
+            2**20: _grid_ms(32, 46),
         },
         "seeds": {**{2**k: 1000 for k in range(6, 15)}, 2**16: 400, 2**18: 200, 2**20: 200},
     },
@@ -131,40 +131,82 @@ def grid_measure(eta: float):
     return measure
 
 
+def grid_cells(d: int, ms: list[int], seeds: int, device: str = "cpu") -> dict:
+    """The records of one ``d`` of the success grid, and the wall and CPU seconds they took:
+    ``{"d", "records", "seconds", "cpu_seconds"}``. A top-level function, so that worker processes
+    can run different ``d`` at once."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    eta = analysis.grid_eta(d)
+    outs = sweep_m(grid_measure(eta), seeds, d, list(ms), m_max=GRID_M_MAX[d], device=device, desc=f"grid d={d}")
+    rows = []
+    for m in ms:
+        out = outs[m]
+        limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
+        sup_ok = out["sup_error"][out["mode"] == 0]
+        rows.append(
+            {"d": d, "m": m, "seeds": seeds, "eta": eta, "median_loss": float(out["loss"].median()),
+             **_mode_counts(out["mode"]), **limit,
+             "max_sup_error_success": float(sup_ok.max()) if len(sup_ok) else None,
+             "median_sup_error_success": float(sup_ok.median()) if len(sup_ok) else None}
+        )
+    return {"d": d, "records": rows, "seconds": round(time.perf_counter() - wall, 1),
+            "cpu_seconds": round(time.process_time() - cpu, 1)}
+
+
+def _logged_cells(log: str | None, d: int, ms: list[int], seeds: int) -> dict | None:
+    """The entry for ``d`` in the JSON-lines ``log`` if it has exactly these ``m`` and seeds."""
+    if not log or not os.path.exists(log):
+        return None
+    with open(log) as f:
+        for line in f:
+            entry = json.loads(line)
+            if (entry["d"] == d and [r["m"] for r in entry["records"]] == list(ms)
+                    and all(r["seeds"] == seeds for r in entry["records"])):
+                return entry
+    return None
+
+
 @register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
 def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Every ``d`` of the size's grid: its instances are drawn once with ``GRID_M_MAX[d]`` columns
-    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`). Records go in order of ``d``;
-    with ``SXOR_GRID_LOG`` set, each ``d``'s records are also appended to that file (JSON lines)
-    as soon as they are done, so a run stopped part way keeps its finished ``d``."""
+    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`).
+
+    Environment (all optional): ``SXOR_WORKERS`` runs that many ``d`` at once in worker processes
+    (largest ``d`` first); ``SXOR_GRID_LOG`` names a JSON-lines file to which each finished ``d``
+    is appended, and from which a finished ``d`` is taken instead of recomputed (so a stopped run
+    resumes); ``SXOR_GRID_MAX_D`` leaves out larger ``d``. ``params`` records each ``d``'s wall
+    and CPU seconds wherever it was computed.
+    """
     cfg = size_config(size, GRID_SIZES)
     log = os.environ.get("SXOR_GRID_LOG")
-    records = []
-    for d, ms in cfg["cells"].items():
-        eta = analysis.grid_eta(d)
-        seeds = cfg["seeds"][d]
-        start = time.perf_counter()
-        outs = sweep_m(grid_measure(eta), seeds, d, list(ms), m_max=GRID_M_MAX[d], device=device,
-                       desc=f"grid d={d}")
-        rows = []
-        for m in ms:
-            out = outs[m]
-            limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
-            ok = out["mode"] == 0
-            sup_ok = out["sup_error"][ok]
-            rows.append(
-                {"d": d, "m": m, "seeds": seeds, "eta": eta, "median_loss": float(out["loss"].median()),
-                 **_mode_counts(out["mode"]), **limit,
-                 "max_sup_error_success": float(sup_ok.max()) if len(sup_ok) else None,
-                 "median_sup_error_success": float(sup_ok.median()) if len(sup_ok) else None}
-            )
-        records.extend(rows)
+    max_d = int(os.environ.get("SXOR_GRID_MAX_D", 0)) or None
+    workers = int(os.environ.get("SXOR_WORKERS", 1))
+    cells = {d: list(ms) for d, ms in cfg["cells"].items() if max_d is None or d <= max_d}
+    done = {d: e for d in cells if (e := _logged_cells(log, d, cells[d], cfg["seeds"][d])) is not None}
+    todo = sorted((d for d in cells if d not in done), reverse=True)
+
+    def finish(entry: dict) -> None:
+        done[entry["d"]] = entry
         if log:
             with open(log, "a") as f:
-                for row in rows:
-                    f.write(json.dumps({**row, "seconds_for_d": round(time.perf_counter() - start, 1)}) + "\n")
-    params = {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(k): v for k, v in cfg["seeds"].items()},
-              "m_max": {str(d): GRID_M_MAX[d] for d in cfg["cells"]}, "nested_in_m": True}
+                f.write(json.dumps(entry) + "\n")
+
+    if workers > 1 and len(todo) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(grid_cells, d, cells[d], cfg["seeds"][d], str(device)) for d in todo]
+            for future in as_completed(futures):
+                finish(future.result())
+    else:
+        for d in todo:
+            finish(grid_cells(d, cells[d], cfg["seeds"][d], str(device)))
+    records = [r for d in sorted(cells) for r in done[d]["records"]]
+    params = {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(d): cfg["seeds"][d] for d in cells},
+              "m_max": {str(d): GRID_M_MAX[d] for d in cells}, "nested_in_m": True,
+              "seconds_by_d": {str(d): done[d]["seconds"] for d in sorted(cells)},
+              "cpu_seconds_by_d": {str(d): done[d]["cpu_seconds"] for d in sorted(cells)}}
     return params, records
 
 
