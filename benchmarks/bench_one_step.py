@@ -238,7 +238,7 @@ def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={**os.environ, "TQDM_DISABLE": "1"})
         row = json.loads(out.stdout.strip().splitlines()[-1])
-        chunk = max(1, int(budget // (d * m * 8 * 1.25)))  # as in sweep_m, m_max = m
+        chunk = max(1, int(budget // (2 * d * m * 8)))  # as in sweep_m, m_max = m
         row.update({"d": d, "m": m, "budget_bytes": budget, "chunk": chunk,
                     "rss_growth_bytes": row["rss_peak_bytes"] - row["rss_before_bytes"]})
         rows.append(row)

@@ -196,7 +196,8 @@ def sweep_m(
     check_dims(d, m_max)
     if not ms or ms[0] < 1 or ms[-1] > m_max:
         raise ValueError(f"every m must lie in 1..m_max = 1..{m_max}, got {ms}")
-    size = max(1, int(budget_bytes // (d * m_max * torch.finfo(dtype).bits // 8 * 1.25)))
+    # Z dominates; the measure's temporaries (scores, weights, one-hot heads) about double it.
+    size = max(1, int(budget_bytes // (2 * d * m_max * torch.finfo(dtype).bits // 8)))
     parts: dict[int, dict[str, list[torch.Tensor]]] = {m: {} for m in ms}
     total = math.ceil(num_seeds / size)
     for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={ms[0]}..{ms[-1]}"):
