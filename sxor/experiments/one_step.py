@@ -131,62 +131,76 @@ def grid_measure(eta: float):
     return measure
 
 
-def grid_cells(d: int, ms: list[int], seeds: int, device: str = "cpu") -> dict:
-    """The records of one ``d`` of the success grid, and the wall and CPU seconds they took:
-    ``{"d", "records", "seconds", "cpu_seconds"}``. A top-level function, so that worker processes
-    can run different ``d`` at once."""
+#: Seeds per task of the success grid at large ``d`` (tasks run in worker processes, see :func:`run_grid`).
+GRID_BLOCK = {2**16: 50, 2**18: 25, 2**20: 25}
+
+
+def grid_block(d: int, ms: list[int], start: int, stop: int, device: str = "cpu") -> dict:
+    """Instances ``start .. stop - 1`` of the success grid at ``d``, measured at every ``m`` of ``ms``:
+    ``{"d", "start", "stop", "ms", "out": {m: {key: list}}, "seconds", "cpu_seconds"}`` with the
+    per-instance failure mode, argmax-limit mode, loss and error bound. Instance ``k`` is seeded
+    with ``k`` whatever the block, so blocks concatenate to one run. A top-level function, so
+    that worker processes can run blocks at once."""
     wall, cpu = time.perf_counter(), time.process_time()
+    outs = sweep_m(grid_measure(analysis.grid_eta(d)), stop - start, d, list(ms), m_max=GRID_M_MAX[d], seed=start,
+                   device=device, desc=f"grid d={d} seeds {start}..{stop - 1}")
+    return {"d": d, "start": start, "stop": stop, "ms": list(ms),
+            "out": {str(m): {k: v.tolist() for k, v in outs[m].items()} for m in ms},
+            "seconds": round(time.perf_counter() - wall, 1), "cpu_seconds": round(time.process_time() - cpu, 1)}
+
+
+def _grid_records(d: int, ms: list[int], blocks: list[dict]) -> list[dict]:
+    """The records of one ``d`` from its blocks (in seed order)."""
     eta = analysis.grid_eta(d)
-    outs = sweep_m(grid_measure(eta), seeds, d, list(ms), m_max=GRID_M_MAX[d], device=device, desc=f"grid d={d}")
     rows = []
     for m in ms:
-        out = outs[m]
+        out = {k: torch.tensor([x for b in blocks for x in b["out"][str(m)][k]]) for k in blocks[0]["out"][str(m)]}
         limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
         sup_ok = out["sup_error"][out["mode"] == 0]
         rows.append(
-            {"d": d, "m": m, "seeds": seeds, "eta": eta, "median_loss": float(out["loss"].median()),
+            {"d": d, "m": m, "seeds": len(out["mode"]), "eta": eta, "median_loss": float(out["loss"].median()),
              **_mode_counts(out["mode"]), **limit,
              "max_sup_error_success": float(sup_ok.max()) if len(sup_ok) else None,
              "median_sup_error_success": float(sup_ok.median()) if len(sup_ok) else None}
         )
-    return {"d": d, "records": rows, "seconds": round(time.perf_counter() - wall, 1),
-            "cpu_seconds": round(time.process_time() - cpu, 1)}
+    return rows
 
 
-def _logged_cells(log: str | None, d: int, ms: list[int], seeds: int) -> dict | None:
-    """The entry for ``d`` in the JSON-lines ``log`` if it has exactly these ``m`` and seeds."""
+def _logged_blocks(log: str | None) -> dict[tuple, dict]:
+    """Blocks already in the JSON-lines ``log``, keyed by ``(d, start, stop, ms)``."""
     if not log or not os.path.exists(log):
-        return None
+        return {}
     with open(log) as f:
-        for line in f:
-            entry = json.loads(line)
-            if (entry["d"] == d and [r["m"] for r in entry["records"]] == list(ms)
-                    and all(r["seeds"] == seeds for r in entry["records"])):
-                return entry
-    return None
+        entries = [json.loads(line) for line in f if line.strip()]
+    return {(e["d"], e["start"], e["stop"], tuple(e["ms"])): e for e in entries}
 
 
 @register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
 def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Every ``d`` of the size's grid: its instances are drawn once with ``GRID_M_MAX[d]`` columns
-    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`).
+    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`), in blocks of seeds
+    (``GRID_BLOCK``; one block below ``2^16``).
 
-    Environment (all optional): ``SXOR_WORKERS`` runs that many ``d`` at once in worker processes
-    (largest ``d`` first); ``SXOR_GRID_LOG`` names a JSON-lines file to which each finished ``d``
-    is appended, and from which a finished ``d`` is taken instead of recomputed (so a stopped run
-    resumes); ``SXOR_GRID_MAX_D`` leaves out larger ``d``. ``params`` records each ``d``'s wall
-    and CPU seconds wherever it was computed.
+    Environment (all optional): ``SXOR_WORKERS`` runs that many blocks at once in worker
+    processes (in order of ``d``); ``SXOR_GRID_LOG`` names a JSON-lines file to which each finished
+    block is appended, and from which a finished block is taken instead of recomputed (so a
+    stopped run resumes); ``SXOR_GRID_MAX_D`` leaves out larger ``d``. ``params`` records the wall
+    and CPU seconds each ``d``'s blocks took, wherever they were computed.
     """
     cfg = size_config(size, GRID_SIZES)
     log = os.environ.get("SXOR_GRID_LOG")
     max_d = int(os.environ.get("SXOR_GRID_MAX_D", 0)) or None
     workers = int(os.environ.get("SXOR_WORKERS", 1))
     cells = {d: list(ms) for d, ms in cfg["cells"].items() if max_d is None or d <= max_d}
-    done = {d: e for d in cells if (e := _logged_cells(log, d, cells[d], cfg["seeds"][d])) is not None}
-    todo = sorted((d for d in cells if d not in done), reverse=True)
+    tasks = []
+    for d in sorted(cells):
+        seeds, block = cfg["seeds"][d], GRID_BLOCK.get(d, cfg["seeds"][d])
+        tasks += [(d, a, min(a + block, seeds), tuple(cells[d])) for a in range(0, seeds, block)]
+    done = _logged_blocks(log)
+    todo = [t for t in tasks if t not in done]
 
     def finish(entry: dict) -> None:
-        done[entry["d"]] = entry
+        done[(entry["d"], entry["start"], entry["stop"], tuple(entry["ms"]))] = entry
         if log:
             with open(log, "a") as f:
                 f.write(json.dumps(entry) + "\n")
@@ -196,17 +210,21 @@ def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(grid_cells, d, cells[d], cfg["seeds"][d], str(device)) for d in todo]
+            futures = [pool.submit(grid_block, d, list(ms), a, b, str(device)) for d, a, b, ms in todo]
             for future in as_completed(futures):
                 finish(future.result())
     else:
-        for d in todo:
-            finish(grid_cells(d, cells[d], cfg["seeds"][d], str(device)))
-    records = [r for d in sorted(cells) for r in done[d]["records"]]
+        for d, a, b, ms in todo:
+            finish(grid_block(d, list(ms), a, b, str(device)))
+    records, seconds, cpu = [], {}, {}
+    for d in sorted(cells):
+        blocks = [done[t] for t in tasks if t[0] == d]
+        records += _grid_records(d, cells[d], blocks)
+        seconds[str(d)] = round(sum(b["seconds"] for b in blocks), 1)
+        cpu[str(d)] = round(sum(b["cpu_seconds"] for b in blocks), 1)
     params = {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(d): cfg["seeds"][d] for d in cells},
               "m_max": {str(d): GRID_M_MAX[d] for d in cells}, "nested_in_m": True,
-              "seconds_by_d": {str(d): done[d]["seconds"] for d in sorted(cells)},
-              "cpu_seconds_by_d": {str(d): done[d]["cpu_seconds"] for d in sorted(cells)}}
+              "seconds_by_d": seconds, "cpu_seconds_by_d": cpu}
     return params, records
 
 
