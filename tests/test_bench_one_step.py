@@ -56,3 +56,16 @@ def test_reference_on_cuda_matches_cpu(bench):
     cpu = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
     gpu = sxor.one_step(inst.V.cuda(), inst.theta0.cuda(), inst.support.cuda(), eta)
     torch.testing.assert_close(gpu.loss.cpu(), cpu.loss)
+
+
+def test_cache_blocks_give_the_same_step_as_one_block(bench, monkeypatch):
+    from sxor.xor import population
+
+    inst = random_instances(12, 256, 8, seed=3)
+    eta = torch.linspace(1e3, 1e7, 12, dtype=torch.float64)
+    whole = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
+    monkeypatch.setattr(population, "_CACHE_BYTES", 256 * 8 * 8 * 5)  # blocks of 5 instances
+    assert len(population._cache_blocks(inst.V, inst.theta0, inst.support, eta)) == 3
+    blocked = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
+    for a, b in zip(whole, blocked):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
