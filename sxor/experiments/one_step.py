@@ -225,6 +225,8 @@ def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(d): cfg["seeds"][d] for d in cells},
               "m_max": {str(d): GRID_M_MAX[d] for d in cells}, "nested_in_m": True,
               "seconds_by_d": seconds, "cpu_seconds_by_d": cpu}
+    if os.environ.get("SXOR_GRID_STARTED"):
+        params["started"] = os.environ["SXOR_GRID_STARTED"]
     return params, records
 
 
