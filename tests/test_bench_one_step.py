@@ -69,3 +69,15 @@ def test_cache_blocks_give_the_same_step_as_one_block(bench, monkeypatch):
     blocked = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
     for a, b in zip(whole, blocked):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_one_instance_blocks_give_the_same_step(monkeypatch):
+    from sxor.xor import population
+
+    inst = random_instances(3, 64, 4, seed=5)
+    whole = sxor.one_step(inst.V, inst.theta0, inst.support, 1e5)
+    monkeypatch.setattr(population, "_CACHE_BYTES", 1)
+    single = sxor.one_step(inst.V, inst.theta0, inst.support, 1e5)
+    assert single.loss.shape == (3,) and single.attention.shape == (3, 64)
+    for a, b in zip(whole, single):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)

@@ -166,6 +166,8 @@ def _cache_blocks(V, theta0, support, eta):
     per = max(1, _CACHE_BYTES // (V[0].numel() * V.element_size()))
     if per >= B:
         return None
+    if per == 1:  # one instance per block: plain matrix products, no batched kernels
+        return [(V[i], theta0[i], support[i], eta[i] if eta.dim() == 1 else eta) for i in range(B)]
     return [(V[i:i + per], theta0[i:i + per], support[i:i + per], eta[i:i + per] if eta.dim() == 1 else eta)
             for i in range(0, B, per)]
 
@@ -263,7 +265,8 @@ def one_step(
     if parts is None:
         return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=True)
     outs = [_one_step(v.transpose(-1, -2), t, s, e, kind, check_rows=True) for v, t, s, e in parts]
-    return OneStepResult(*(torch.cat(field) for field in zip(*outs)))
+    join = torch.stack if parts[0][0].dim() == 2 else torch.cat
+    return OneStepResult(*(join(field) for field in zip(*outs)))
 
 
 def one_step_and_limit(
