@@ -38,8 +38,8 @@ def test_one_step_equals_the_straightforward_reference(bench, d, m, count):
 
 def test_side_by_side_times_both_and_interleaves(bench):
     calls = []
-    fast, slow = bench.side_by_side(lambda: calls.append("f"), lambda: calls.append("s"), torch.device("cpu"), 3)
-    assert fast >= 0 and slow >= 0
+    fast, slow, ratio = bench.side_by_side(lambda: calls.append("f"), lambda: calls.append("s"), torch.device("cpu"), 3)
+    assert fast >= 0 and slow >= 0 and ratio > 0
     assert calls == ["f", "s"] * 4
 
 
