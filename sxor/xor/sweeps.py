@@ -4,6 +4,11 @@ An *instance* is one draw of the randomness of Part I: embeddings ``V [d, m]`` o
 an initial query ``theta0`` on the sphere, and a support ``(i*, j*)``. Instance ``k`` of a sweep
 is drawn from its own generator seeded with ``seed + k``, so it is the same instance whatever
 the chunk size (on a given device type).
+
+For a grid of embedding dimensions, :func:`sweep_m` draws each instance once with ``m_max``
+columns (:func:`nested_instances`) and measures it at every ``m`` from its first ``m`` columns,
+rows normalised (:func:`at_m`): rows are uniform on ``S^(m-1)`` for each ``m``, and the instances
+of different ``m`` share their randomness.
 """
 
 from __future__ import annotations
