@@ -1,13 +1,15 @@
 """Benchmark of the batched closed-form one step (``sxor.one_step``), see benchmarks/README.md.
 
-    .venv/bin/python benchmarks/bench_one_step.py                 # CPU, writes results/bench_one_step.json
-    .venv/bin/python benchmarks/bench_one_step.py --device cuda   # GPU, writes results/bench_one_step_cuda.json
+    .venv/bin/python benchmarks/bench_one_step.py                 # CPU, writes sxor/committed/bench_one_step.json
+    .venv/bin/python benchmarks/bench_one_step.py --device cuda   # GPU, writes sxor/committed/bench_one_step_cuda.json
 
-It measures, for each (d, m):
+It measures, for each (d, m, batch):
 
-* closed form, batched: ``sxor.one_step`` on a chunk of instances at once (instances per second,
-  and the memory bandwidth this implies at one write and three reads of ``V`` per instance, as a
-  fraction of the measured copy bandwidth ``y.copy_(x)``);
+* closed form, batched: ``sxor.one_step`` on a batch of instances at once, side by side with
+  :func:`reference_one_step` (a straightforward batched closed form written here), interleaved,
+  median of ``--repeats``: instances per second, the ratio of the two, the largest difference
+  of their results, and the memory bandwidth implied by three reads of ``V`` per instance (what
+  ``sxor.one_step``'s three passes must move) as a fraction of the copy bandwidth ``y.copy_(x)``;
 * closed form, one instance at a time in a Python loop;
 * autograd through a Monte-Carlo loss (``sxor.xor.reference.monte_carlo_loss``) with enough samples
   that the gradient's relative standard error is ``--epsilon`` (default 1%).
@@ -34,19 +36,62 @@ sys.path.insert(0, str(ROOT))
 
 import sxor  # noqa: E402
 from sxor.xor import analysis  # noqa: E402
+from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402
 from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402
-from sxor.results import provenance  # noqa: E402
+from sxor.results import RESULTS_DIR, provenance  # noqa: E402
 from sxor.xor.sweeps import chunk_size, random_instances  # noqa: E402
 
-#: (d, m, instances in the batched timing) per device; the GPU adds the issue's target size.
+#: (d, m, instances in the batched timing) per device: a small size for the Monte-Carlo comparison,
+#: then the three sizes at which sxor.one_step is compared with the straightforward reference.
 CONFIGS = {
-    "cpu": [(64, 16, 4096), (1024, 40, 512), (2**20, 40, 2)],
-    "cuda": [(64, 16, 65536), (1024, 40, 16384), (2**20, 40, 256)],
+    "cpu": [(64, 16, 4096), (1024, 32, 256), (16384, 32, 32), (2**20, 40, 2)],
+    "cuda": [(64, 16, 65536), (1024, 32, 16384), (16384, 32, 1024), (2**20, 40, 256)],
 }
 #: Per-seed loop: instances timed (the rate is per instance, so a few suffice).
 LOOP_INSTANCES = 64
 #: The H200 target of the issue: one-step instances per second at float64, d = 2^20, m = 40.
 GPU_TARGET = {"d": 2**20, "m": 40, "instances_per_s": 1600}
+
+
+def reference_one_step(V, theta0, support, eta):
+    """The straightforward batched closed form that ``sxor.one_step`` is measured against: two
+    ``einsum`` scores, the closed-form gradient of each head (two more passes over ``V``), the
+    update, two ``einsum`` scores again and the loss from the weights: six passes over ``V``."""
+    s = torch.einsum("...dm,...m->...d", V, theta0)
+    s_tilde = torch.einsum("...dm,...m->...d", V, -theta0)
+    g, h = torch.softmax(s, -1), torch.softmax(s_tilde, -1)
+    du_g, du_h = grad_from_weights(g, h, support)
+    r = g * (du_g - (g * du_g).sum(-1, keepdim=True))  # softmax pullback J^T u
+    r_tilde = h * (du_h - (h * du_h).sum(-1, keepdim=True))
+    grad = torch.einsum("...dm,...d->...m", V, r)
+    grad_tilde = torch.einsum("...dm,...d->...m", V, r_tilde)
+    step = torch.as_tensor(eta, dtype=V.dtype, device=V.device).unsqueeze(-1)
+    theta1, theta_tilde1 = theta0 - step * grad, -theta0 - step * grad_tilde
+    g1 = torch.softmax(torch.einsum("...dm,...m->...d", V, theta1), -1)
+    h1 = torch.softmax(torch.einsum("...dm,...m->...d", V, theta_tilde1), -1)
+    return sxor.OneStepResult(theta1, theta_tilde1, loss_from_weights(g1, h1, support), g1, h1)
+
+
+def side_by_side(fast, slow, device: torch.device, repeats: int) -> tuple[float, float, float]:
+    """Median wall times of ``fast()`` and ``slow()``, called alternately ``repeats`` times each
+    (after one warm-up call of each), so that both see the same load on a shared machine, and the
+    median over the ``repeats`` adjacent pairs of the ratio ``slow / fast``."""
+    fast(), slow()
+    _sync(device)
+    t_fast, t_slow = [], []
+    for _ in range(repeats):
+        for fn, times in ((fast, t_fast), (slow, t_slow)):
+            start = time.perf_counter()
+            fn()
+            _sync(device)
+            times.append(time.perf_counter() - start)
+    ratios = sorted(s / f for f, s in zip(t_fast, t_slow))
+    return float(sorted(t_fast)[repeats // 2]), float(sorted(t_slow)[repeats // 2]), float(ratios[repeats // 2])
+
+
+def max_relative_difference(a, b) -> float:
+    """Largest difference between two one-step results, relative to each field's size."""
+    return max(float((x - y).abs().max() / y.abs().max().clamp(min=1e-300)) for x, y in zip(a, b))
 
 
 def _sync(device: torch.device) -> None:
@@ -122,10 +167,16 @@ def time_mc(V, theta0, support, n: int, chunk: int, max_chunks: int, device, gen
 
 
 def bench_config(d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, args) -> dict:
-    eta = analysis.grid_eta(d, 100.0)
+    eta = analysis.grid_eta(d)
     batch = random_instances(count, d, m, seed=0, dtype=dtype, device=device)
-    t_batched = best_time(lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta), device)
-    bytes_model = 4 * d * m * torch.finfo(dtype).bits // 8 * count  # one write, three reads of V
+    t_batched, t_reference, pair_ratio = side_by_side(
+        lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta),
+        lambda: reference_one_step(batch.V, batch.theta0, batch.support, eta),
+        device, args.repeats,
+    )
+    difference = max_relative_difference(sxor.one_step(batch.V, batch.theta0, batch.support, eta),
+                                         reference_one_step(batch.V, batch.theta0, batch.support, eta))
+    bytes_model = 3 * d * m * torch.finfo(dtype).bits // 8 * count  # three reads of V
     loop_n = min(LOOP_INSTANCES, count)
 
     def loop():
@@ -138,6 +189,11 @@ def bench_config(d: int, m: int, count: int, device: torch.device, dtype: torch.
         "closed_form": {"seconds": t_batched, "instances_per_s": count / t_batched,
                         "bandwidth_bytes_per_s": bytes_model / t_batched,
                         "bandwidth_fraction_of_copy": bytes_model / t_batched / args.copy_bw},
+        "reference": {"seconds": t_reference, "instances_per_s": count / t_reference,
+                      "bandwidth_fraction_of_copy": 2 * bytes_model / t_reference / args.copy_bw},
+        "ratio_vs_reference": pair_ratio,  # median of the adjacent pairs' ratios
+        "ratio_of_median_times": t_reference / t_batched,
+        "max_relative_difference_vs_reference": difference,
         "loop": {"instances": loop_n, "seconds": t_loop, "instances_per_s": loop_n / t_loop},
     }
     record["speedup_vs_loop"] = record["closed_form"]["instances_per_s"] / record["loop"]["instances_per_s"]
@@ -156,8 +212,9 @@ MEMORY_CHILD = r"""
 import json, sys, torch
 sys.path.insert(0, {root!r})
 import sxor
-from sxor.xor.sweeps import sweep
+from sxor.xor.sweeps import sweep_m
 from sxor.xor import analysis
+from sxor.experiments.one_step import grid_measure
 device = torch.device({device!r})
 d, m, seeds, budget = {d}, {m}, {seeds}, {budget}
 def hwm():
@@ -167,12 +224,10 @@ def hwm():
 base = hwm()
 if device.type == "cuda":
     torch.cuda.reset_peak_memory_stats(device)
-eta = analysis.grid_eta(d, 100.0)
-def measure(b):
-    out = sxor.one_step(b.V, b.theta0, b.support, eta)
-    return {{"loss": out.loss}}
-out = sweep(measure, seeds, d, m, device=device, budget_bytes=budget)
-assert out["loss"].shape == (seeds,)
+eta = analysis.grid_eta(d)
+ms = list(range(16, m + 1, 4))
+out = sweep_m(grid_measure(eta), seeds, d, ms, device=device, budget_bytes=budget)
+assert out[m]["loss"].shape == (seeds,)
 peak_gpu = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
 print(json.dumps({{"seeds": seeds, "rss_before_bytes": base, "rss_peak_bytes": hwm(), "gpu_peak_bytes": peak_gpu}}))
 """
@@ -186,7 +241,8 @@ def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                              env={**os.environ, "TQDM_DISABLE": "1"})
         row = json.loads(out.stdout.strip().splitlines()[-1])
-        row.update({"d": d, "m": m, "budget_bytes": budget, "chunk": chunk_size(d, m, budget_bytes=budget),
+        chunk = max(1, int(budget // (2 * d * m * 8)))  # as in sweep_m, m_max = m
+        row.update({"d": d, "m": m, "budget_bytes": budget, "chunk": chunk,
                     "rss_growth_bytes": row["rss_peak_bytes"] - row["rss_before_bytes"]})
         rows.append(row)
     return rows
@@ -203,10 +259,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mc-chunk-bytes", type=int, default=2**27, help="memory per Monte-Carlo chunk")
     parser.add_argument("--mc-max-chunks", type=int, default=4, help="chunks timed before extrapolating")
     parser.add_argument("--memory-budget", type=float, default=2e8, help="sweep budget_bytes in the memory test")
+    parser.add_argument("--repeats", type=int, default=9, help="interleaved timings of each implementation")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
-    out = args.out or ROOT / "results" / ("bench_one_step.json" if device.type == "cpu" else "bench_one_step_cuda.json")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        parser.error("--device cuda asked for, but torch sees no CUDA device")
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    out = args.out or RESULTS_DIR / ("bench_one_step.json" if device.type == "cpu" else "bench_one_step_cuda.json")
     dtype = torch.float64
+    load_start = os.getloadavg()[0]
 
     args.copy_bw = copy_bandwidth(device, 2**30 if device.type == "cuda" else 2**28)
     print(f"copy bandwidth: {args.copy_bw / 1e9:.1f} GB/s", flush=True)
@@ -214,8 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     for d, m, count in CONFIGS[device.type]:
         rec = bench_config(d, m, count, device, dtype, args)
         configs.append(rec)
-        line = (f"d={d} m={m}: closed form {rec['closed_form']['instances_per_s']:.4g}/s "
+        line = (f"d={d} m={m} B={count}: one_step {rec['closed_form']['instances_per_s']:.4g}/s "
                 f"({rec['closed_form']['bandwidth_fraction_of_copy']:.2f} of copy bandwidth), "
+                f"{rec['ratio_vs_reference']:.2f}x the reference, "
                 f"loop {rec['loop']['instances_per_s']:.4g}/s")
         if "monte_carlo" in rec:
             mc = rec["monte_carlo"]
@@ -228,7 +292,9 @@ def main(argv: list[str] | None = None) -> int:
               f"(+{row['rss_growth_bytes'] / 2**20:.0f} MiB over start)", flush=True)
 
     target_cfg = next((c for c in configs if (c["d"], c["m"]) == (GPU_TARGET["d"], GPU_TARGET["m"])), None)
+    compared = [c for c in configs if (c["d"], c["m"]) != (64, 16)]
     targets = {
+        "one_step_2x_reference_at_every_size": all(c["ratio_vs_reference"] >= 2 for c in compared),
         "closed_form_100x_faster_than_mc": all(c.get("speedup_vs_mc", math.inf) >= 100 for c in configs),
         "memory_within_budget_for_10x_seeds": memory[1]["rss_growth_bytes"] <= args.memory_budget
         and memory[1]["rss_peak_bytes"] <= 1.2 * memory[0]["rss_peak_bytes"],
@@ -238,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = provenance(device)
     meta["command"] = "python benchmarks/bench_one_step.py " + " ".join(sys.argv[1:] if argv is None else argv)
     meta["threads"] = torch.get_num_threads()
-    meta["load_average_1min_at_end"] = os.getloadavg()[0]  # other processes competing for the CPU
+    meta["load_average_1min_at_start"] = load_start  # other processes competing for the CPU
+    meta["load_average_1min_at_end"] = os.getloadavg()[0]
     payload = {"benchmark": "one_step", "meta": meta, "dtype": "float64",
                "copy_bandwidth_bytes_per_s": args.copy_bw, "epsilon": args.epsilon,
                "configs": configs, "memory": memory, "targets": targets}

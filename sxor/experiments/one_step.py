@@ -11,7 +11,10 @@ Both use :func:`sxor.xor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``)
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import time
 
 import numpy as np
 import torch
@@ -19,8 +22,10 @@ import torch
 from ..xor import analysis
 from ..xor.metrics import FAILURE_MODES, failure_modes
 from ..xor.model import attention
-from ..xor.population import loss_from_weights, one_step
-from ..xor.sweeps import Instances, sweep
+from ..xor.population import loss_from_weights, one_step, one_step_and_limit_factored
+from ..xor.sweeps import Instances, ScaledInstances, sweep, sweep_m
+from typing import NamedTuple
+
 from . import register, size_config
 
 #: Embedding dimension of the ``eta`` sweep.
@@ -29,21 +34,33 @@ ETA_SWEEP_M = 30
 #: digits so that the grid is the same decimal numbers on every machine (``np.logspace`` differs in
 #: its last bits between CPUs). Records carry the exact index ``k`` as ``eta_index``.
 ETA_OVER_D2 = [float(f"{10 ** (k / 4):.4g}") for k in range(21)]
-#: ``c`` in ``eta = c d^2 ln d`` on the success grid.
-GRID_C = 100.0
+GRID_C = analysis.GRID_C
 
 ETA_SIZES = {
     "ci": {"d": [64, 256], "seeds": 100},
     "full": {"d": [64, 256, 1024, 4096, 16384], "seeds": 100},
 }
+def _grid_ms(lo: int, hi: int, fine: tuple[int, int] | None = None) -> list[int]:
+    """Even ``m`` from ``lo`` to ``hi`` in steps of 2, or in steps of 4 outside the ``fine`` window."""
+    if fine is None:
+        return list(range(lo, hi + 1, 2))
+    return sorted({*range(lo, hi + 1, 4), *range(fine[0], fine[1] + 1, 2), hi})
+
+
+#: Columns drawn per instance at each ``d`` of the success grid (both sizes): instance ``k`` at
+#: ``d`` is the same in the ``ci`` and ``full`` runs only if ``m_max`` is.
+GRID_M_MAX = {**{2**k: 40 for k in range(6, 11)}, **{2**k: 44 for k in range(11, 15)}, 2**16: 48, 2**18: 44, 2**20: 46}
 GRID_SIZES = {
-    "ci": {"cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]}, "seeds": {64: 200, 256: 200, 1024: 200}},
+    "ci": {"cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]}, "seeds": {64: 1000, 256: 1000, 1024: 1000}},
     "full": {
         "cells": {
-            **{d: range(4, 65, 4) for d in (64, 128, 256, 512, 1024, 2048, 4096)},
-            **{d: range(16, 49, 4) for d in (8192, 16384)},
+            **{2**k: _grid_ms(4, 40) for k in range(6, 11)},
+            **{2**k: _grid_ms(8, 44) for k in range(11, 15)},
+            2**16: _grid_ms(16, 48, (24, 44)),
+            2**18: _grid_ms(28, 44),
+            2**20: _grid_ms(32, 46),
         },
-        "seeds": {64: 1000, 128: 1000, 256: 1000, 512: 1000, 1024: 400, 2048: 400, 4096: 200, 8192: 200, 16384: 200},
+        "seeds": {**{2**k: 1000 for k in range(6, 15)}, 2**16: 400, 2**18: 200, 2**20: 200},
     },
 }
 
@@ -94,38 +111,124 @@ def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
 
 
 def grid_measure(eta: float):
-    """A sweep measure for the success grid: failure mode at step ``eta`` and in the argmax limit."""
+    """A :func:`sxor.xor.sweeps.sweep_m` measure for the success grid: failure mode at step ``eta``
+    and in the argmax limit (both from the same three passes over ``V``), the loss, and the
+    per-input error bound :func:`sxor.xor.analysis.sup_error_bound` after the step."""
 
-    def measure(batch: Instances) -> dict[str, torch.Tensor]:
-        out = one_step(batch.V, batch.theta0, batch.support, eta)
-        limit = analysis.argmax_limit(batch.V, batch.theta0, batch.support)
-        d = batch.V.shape[-2]
-        hard = torch.nn.functional.one_hot(limit.head, d).to(batch.V)
-        hard_tilde = torch.nn.functional.one_hot(limit.head_tilde, d).to(batch.V)
+    def measure(batch: ScaledInstances) -> dict[str, torch.Tensor]:
+        out = one_step_and_limit_factored(batch.Z, batch.scale, batch.theta0, batch.support, eta)
+        step = out.step
+        d = batch.Z.shape[-1]
+        hard = torch.nn.functional.one_hot(out.head, d).to(batch.Z)
+        hard_tilde = torch.nn.functional.one_hot(out.head_tilde, d).to(batch.Z)
         hard_loss = loss_from_weights(hard, hard_tilde, batch.support)
         return {
-            "mode": failure_modes(out.loss, out.attention, out.attention_tilde, batch.support),
+            "mode": failure_modes(step.loss, step.attention, step.attention_tilde, batch.support),
             "limit_mode": failure_modes(hard_loss, hard, hard_tilde, batch.support),
-            "loss": out.loss,
+            "loss": step.loss,
+            "sup_error": analysis.sup_error_bound(step.attention, step.attention_tilde, batch.support),
         }
 
     return measure
 
 
+#: Seeds per task of the success grid at large ``d`` (tasks run in worker processes, see :func:`run_grid`).
+GRID_BLOCK = {2**16: 50, 2**18: 25, 2**20: 25}
+
+
+def grid_block(d: int, ms: list[int], start: int, stop: int, device: str = "cpu") -> dict:
+    """Instances ``start .. stop - 1`` of the success grid at ``d``, measured at every ``m`` of ``ms``:
+    ``{"d", "start", "stop", "ms", "out": {m: {key: list}}, "seconds", "cpu_seconds"}`` with the
+    per-instance failure mode, argmax-limit mode, loss and error bound. Instance ``k`` is seeded
+    with ``k`` whatever the block, so blocks concatenate to one run. A top-level function, so
+    that worker processes can run blocks at once."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    outs = sweep_m(grid_measure(analysis.grid_eta(d)), stop - start, d, list(ms), m_max=GRID_M_MAX[d], seed=start,
+                   device=device, desc=f"grid d={d} seeds {start}..{stop - 1}")
+    return {"d": d, "start": start, "stop": stop, "ms": list(ms),
+            "out": {str(m): {k: v.tolist() for k, v in outs[m].items()} for m in ms},
+            "seconds": round(time.perf_counter() - wall, 1), "cpu_seconds": round(time.process_time() - cpu, 1)}
+
+
+def _grid_records(d: int, ms: list[int], blocks: list[dict]) -> list[dict]:
+    """The records of one ``d`` from its blocks (in seed order)."""
+    eta = analysis.grid_eta(d)
+    rows = []
+    for m in ms:
+        out = {k: torch.tensor([x for b in blocks for x in b["out"][str(m)][k]]) for k in blocks[0]["out"][str(m)]}
+        limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
+        sup_ok = out["sup_error"][out["mode"] == 0]
+        rows.append(
+            {"d": d, "m": m, "seeds": len(out["mode"]), "eta": eta, "median_loss": float(out["loss"].median()),
+             **_mode_counts(out["mode"]), **limit,
+             "max_sup_error_success": float(sup_ok.max()) if len(sup_ok) else None,
+             "median_sup_error_success": float(sup_ok.median()) if len(sup_ok) else None}
+        )
+    return rows
+
+
+def _logged_blocks(log: str | None) -> dict[tuple, dict]:
+    """Blocks already in the JSON-lines ``log``, keyed by ``(d, start, stop, ms)``."""
+    if not log or not os.path.exists(log):
+        return {}
+    with open(log) as f:
+        entries = [json.loads(line) for line in f if line.strip()]
+    return {(e["d"], e["start"], e["stop"], tuple(e["ms"])): e for e in entries}
+
+
 @register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
 def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """Every ``d`` of the size's grid: its instances are drawn once with ``GRID_M_MAX[d]`` columns
+    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`), in blocks of seeds
+    (``GRID_BLOCK``; one block below ``2^16``).
+
+    Environment (all optional): ``SXOR_WORKERS`` runs that many blocks at once in worker
+    processes (in order of ``d``); ``SXOR_GRID_LOG`` names a JSON-lines file to which each finished
+    block is appended, and from which a finished block is taken instead of recomputed (so a
+    stopped run resumes); ``SXOR_GRID_MAX_D`` leaves out larger ``d``. ``params`` records the wall
+    and CPU seconds each ``d``'s blocks took, wherever they were computed.
+    """
     cfg = size_config(size, GRID_SIZES)
-    records = []
-    for d, ms in cfg["cells"].items():
-        eta = analysis.grid_eta(d, GRID_C)
-        for m in ms:
-            out = sweep(grid_measure(eta), cfg["seeds"][d], d, m, device=device, desc=f"grid d={d} m={m}")
-            limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
-            records.append(
-                {"d": d, "m": m, "seeds": cfg["seeds"][d], "eta": eta, "median_loss": float(out["loss"].median()),
-                 **_mode_counts(out["mode"]), **limit}
-            )
-    return {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(k): v for k, v in cfg["seeds"].items()}}, records
+    log = os.environ.get("SXOR_GRID_LOG")
+    max_d = int(os.environ.get("SXOR_GRID_MAX_D", 0)) or None
+    workers = int(os.environ.get("SXOR_WORKERS", 1))
+    cells = {d: list(ms) for d, ms in cfg["cells"].items() if max_d is None or d <= max_d}
+    tasks = []
+    for d in sorted(cells):
+        seeds, block = cfg["seeds"][d], GRID_BLOCK.get(d, cfg["seeds"][d])
+        tasks += [(d, a, min(a + block, seeds), tuple(cells[d])) for a in range(0, seeds, block)]
+    done = _logged_blocks(log)
+    todo = [t for t in tasks if t not in done]
+
+    def finish(entry: dict) -> None:
+        done[(entry["d"], entry["start"], entry["stop"], tuple(entry["ms"]))] = entry
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps(entry) + "\n")
+
+    if workers > 1 and len(todo) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(grid_block, d, list(ms), a, b, str(device)) for d, a, b, ms in todo]
+            for future in as_completed(futures):
+                finish(future.result())
+    else:
+        for d, a, b, ms in todo:
+            finish(grid_block(d, list(ms), a, b, str(device)))
+    records, seconds, cpu = [], {}, {}
+    for d in sorted(cells):
+        blocks = [done[t] for t in tasks if t[0] == d]
+        records += _grid_records(d, cells[d], blocks)
+        seconds[str(d)] = round(sum(b["seconds"] for b in blocks), 1)
+        cpu[str(d)] = round(sum(b["cpu_seconds"] for b in blocks), 1)
+    params = {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(d): cfg["seeds"][d] for d in cells},
+              "m_max": {str(d): GRID_M_MAX[d] for d in cells}, "nested_in_m": True,
+              "seconds_by_d": seconds, "cpu_seconds_by_d": cpu}
+    if os.environ.get("SXOR_GRID_STARTED"):
+        params["started"] = os.environ["SXOR_GRID_STARTED"]
+    return params, records
 
 
 def success_curves(records: list[dict], key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -149,67 +252,173 @@ def m95_by_d(records: list[dict], key: str = "success", target: float = 0.95) ->
 
 
 def plot_eta(results: dict):
-    """Median loss after one step against ``eta / d^2`` and ``eta / (d^2 ln d)``, and the success
-    rate against ``eta / d^2`` (losses below ``1e-16`` are drawn at ``1e-16``)."""
+    """Median loss after one step against ``eta / d^2`` and against ``eta / (d^2 ln d)``, two panels
+    (losses below ``1e-16`` are drawn at ``1e-16``)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for d in sorted({r["d"] for r in results["records"]}):
         rows = [r for r in results["records"] if r["d"] == d]
         x = np.array([r["eta_over_d2"] for r in rows])
         y = np.maximum([r["median_loss"] for r in rows], 1e-16)
-        rate = np.array([r["success"] for r in rows]) / results["params"]["seeds"]
         axes[0].loglog(x, y, "o-", ms=3, label=f"d = {d}")
         axes[1].loglog(x / math.log(d), y, "o-", ms=3, label=f"d = {d}")
-        axes[2].semilogx(x, rate, "o-", ms=3, label=f"d = {d}")
-    axes[0].set(xlabel=r"$\eta / d^2$", ylabel="median population loss after one step", title=r"loss against $\eta/d^2$")
-    axes[1].set(xlabel=r"$\eta / (d^2 \ln d)$", ylabel="median population loss after one step",
-                title=r"loss against $\eta/(d^2\ln d)$")
-    axes[2].set(xlabel=r"$\eta / d^2$", ylabel="success rate", title="success rate against $\\eta/d^2$", ylim=(0, 1.02))
-    for ax in axes[:2]:
+    axes[0].set(xlabel=r"$\eta / d^2$", ylabel="median population loss after one step")
+    axes[1].set(xlabel=r"$\eta / (d^2 \ln d)$", ylabel="median population loss after one step")
+    for ax in axes:
         ax.axhline(0.01, color="k", ls=":", lw=1)
         ax.set_ylim(5e-17, 2)
-    for ax in axes:
-        ax.legend(fontsize=8)
-    fig.suptitle(f"One step from the antisymmetric init, m = {results['params']['m']}, "
-                 f"{results['params']['seeds']} seeds per point")
+        ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def plot_eta_success(results: dict):
+    """Success rate after one step against ``eta / d^2``, one curve per ``d``."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.0))
+    for d in sorted({r["d"] for r in results["records"]}):
+        rows = [r for r in results["records"] if r["d"] == d]
+        rate = np.array([r["success"] for r in rows]) / results["params"]["seeds"]
+        ax.semilogx([r["eta_over_d2"] for r in rows], rate, "o-", ms=3, label=f"d = {d}")
+    ax.set(xlabel=r"$\eta / d^2$", ylabel="success rate", ylim=(0, 1.02))
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def loss_crossings(records: list[dict], level: float = 0.01) -> dict[int, float]:
+    """Per ``d`` of ``one-step-eta`` records: the ``eta / d^2`` at which the median loss first falls
+    below ``level``, interpolated linearly in ``log(eta / d^2)`` and ``log(loss)``."""
+    out = {}
+    for d in sorted({r["d"] for r in records}):
+        rows = sorted((r for r in records if r["d"] == d), key=lambda r: r["eta_index"])
+        x = np.log([r["eta_over_d2"] for r in rows])
+        y = np.log(np.maximum([r["median_loss"] for r in rows], 1e-300))
+        k = next((i for i in range(1, len(rows)) if rows[i]["median_loss"] < level), None)
+        out[d] = (math.nan if k is None else
+                  math.exp(x[k - 1] + (math.log(level) - y[k - 1]) / (y[k] - y[k - 1]) * (x[k] - x[k - 1])))
+    return out
+
+
+def grid_counts(records: list[dict], key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """``{d: (ms, successes, trials)}`` from grid records (for
+    :func:`sxor.xor.analysis.bootstrap_smallest_m`); ``"no_<name>"`` counts ``seeds - record[name]``."""
+    out = {}
+    for d in sorted({r["d"] for r in records}):
+        rows = sorted((r for r in records if r["d"] == d), key=lambda r: r["m"])
+        k = [r["seeds"] - r[key[3:]] if key.startswith("no_") else r[key] for r in rows]
+        out[d] = (np.array([r["m"] for r in rows]), np.array(k), np.array([r["seeds"] for r in rows]))
+    return out
+
+
+class FailureSummary(NamedTuple):
+    """Per ``d`` of the grid: pooled same-target and under-stepped counts and their predictions."""
+
+    d: list[int]
+    same_target: np.ndarray  #: same-target failures in the argmax limit, pooled over cells with ``m >= m_min``
+    same_trials: np.ndarray
+    same_predicted: np.ndarray  #: :func:`sxor.xor.analysis.predicted_same_target`
+    under_stepped: np.ndarray  #: under-stepped at the grid's step, pooled over every ``m``
+    under_trials: np.ndarray
+    under_predicted: np.ndarray  #: :func:`sxor.xor.analysis.predicted_under_stepped` at ``m_pred``
+
+
+def failure_summary(results: dict, m_min: int = 32, m_pred: int = 32, samples: int = 5000) -> FailureSummary:
+    """Pool the committed grid's failure counts per ``d`` and put the predictions beside them."""
+    cells = results["records"]
+    ds = sorted({r["d"] for r in cells})
+    same, same_n, under, under_n, under_pred = [], [], [], [], []
+    for d in ds:
+        rows = [r for r in cells if r["d"] == d and r["m"] >= m_min]
+        same.append(sum(r["limit_same_target"] for r in rows))
+        same_n.append(sum(r["seeds"] for r in rows))
+        rows_all = [r for r in cells if r["d"] == d]
+        under.append(sum(r["under_stepped"] for r in rows_all))
+        under_n.append(sum(r["seeds"] for r in rows_all))
+        lam = analysis.natural_step(analysis.grid_eta(d, results["params"]["c"]), d, m_pred)
+        under_pred.append(float(analysis.predicted_under_stepped(m_pred, float(lam), samples=samples)))
+    return FailureSummary(ds, np.array(same), np.array(same_n), analysis.predicted_same_target(np.array(ds)),
+                          np.array(under), np.array(under_n), np.array(under_pred))
+
+
+def plot_same_and_under(summary: FailureSummary):
+    """Two panels: the same-target fraction against ``d`` with its prediction (95% Wilson
+    intervals), and the under-stepped fraction against ``d`` with its prediction."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0))
+    ds = np.array(summary.d)
+    rate = summary.same_target / summary.same_trials
+    lo, hi = zip(*(analysis.wilson_interval(np.array([k]), int(n)) for k, n in zip(summary.same_target, summary.same_trials)))
+    lo, hi = np.concatenate(lo), np.concatenate(hi)
+    axes[0].errorbar(ds, rate, yerr=[rate - lo, hi - rate], fmt="o", capsize=3, label="measured (95% Wilson)")
+    dd = np.logspace(np.log10(ds[0]), np.log10(ds[-1]), 50)
+    axes[0].plot(dd, analysis.predicted_same_target(dd), "k-", label=r"$\frac{2}{\pi}\arctan\frac{\sqrt{d-2}}{d}$")
+    axes[0].set(xscale="log", yscale="log", xlabel="d", ylabel=r"same-target fraction ($\eta\to\infty$)")
+    axes[0].legend(fontsize=8, loc="lower left")
+    axes[1].semilogx(ds, summary.under_stepped / summary.under_trials, "o", label="measured (pooled over m)")
+    axes[1].semilogx(ds, summary.under_predicted, "k-", label=r"prediction at $m=32$")
+    axes[1].set(xlabel="d", ylabel="under-stepped fraction", ylim=(0, None))
+    axes[1].legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_off_target(results: dict, prediction: dict, ds: list[int]):
+    """Off-target fraction (argmax limit) against ``m`` for the given ``d``, with the predicted band."""
+    import matplotlib.pyplot as plt
+
+    cells = results["records"]
+    fig, ax = plt.subplots(figsize=(8, 4.4))
+    colors = plt.cm.viridis(np.linspace(0, 0.9, len(ds)))
+    for color, d in zip(colors, ds):
+        rows = sorted((r for r in cells if r["d"] == d), key=lambda r: r["m"])
+        ax.semilogy([r["m"] for r in rows], [max(r["limit_off_target"], 0.5) / r["seeds"] for r in rows], "o",
+                    ms=3, color=color, label=f"d = {d}")
+        prow = sorted((r for r in prediction["records"] if r["d"] == d), key=lambda r: r["m"])
+        ax.fill_between([r["m"] for r in prow], [r["off_target_low"] for r in prow],
+                        [r["off_target_high"] for r in prow], color=color, alpha=0.3)
+    ax.set(xlabel="m", ylabel="off-target fraction (0 drawn at 0.5/seeds)", ylim=(1e-4, 1.2), xlim=(2, 66))
+    ax.legend(fontsize=7, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 
 
 def plot_grid(results: dict):
-    """Success rate against ``m`` for each ``d`` and the smallest ``m`` reaching 95% against ``ln d``."""
+    """Success rate against ``m`` for each ``d`` (solid: the grid's step; dashed: the argmax limit),
+    and the smallest ``m`` reaching the 95% / 5% levels against ``ln d`` with the line in ``ln d``
+    fitted to ``m_off`` (slope and its bootstrap interval in the legend)."""
     import matplotlib.pyplot as plt
 
     records = results["records"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     curves = success_curves(records)
+    limit = success_curves(records, "limit_success")
     colors = plt.cm.viridis(np.linspace(0, 0.9, len(curves)))
     for color, (d, (ms, rates)) in zip(colors, curves.items()):
-        axes[0].plot(ms, rates, "o-", ms=3, color=color, label=f"d = {d}")
-        ms_lim, rates_lim = success_curves(records, "limit_success")[d]
-        axes[0].plot(ms_lim, rates_lim, "--", color=color, lw=1)
+        axes[0].plot(ms, rates, "o-", ms=2.5, color=color, label=f"d = 2^{int(round(math.log2(d)))}")
+        axes[0].plot(*limit[d], "--", color=color, lw=1)
     axes[0].axhline(0.95, color="k", ls=":", lw=1)
-    axes[0].set(xlabel="embedding dimension m", ylabel="success rate",
-                title=r"solid: $\eta = %g\,d^2\ln d$; dashed: $\eta\to\infty$" % results["params"]["c"])
-    axes[0].legend(fontsize=8, ncol=2)
-    series = [("success", "o", r"success $\geq$ 95%, $\eta=c\,d^2\ln d$"),
-              ("no_limit_off_target", "s", r"off-target $\leq$ 5%, $\eta\to\infty$")]
+    axes[0].set(xlabel="embedding dimension m", ylabel="success rate", ylim=(0, 1.02))
+    axes[0].legend(fontsize=7, ncol=2, loc="lower right")
+    series = [("success", "o", r"$m_{95}$: success $\geq$ 95%"),
+              ("no_limit_off_target", "s", r"$m_{\rm off}$: off-target $\leq$ 5% ($\eta\to\infty$)")]
     for key, marker, label in series:
         m95 = m95_by_d(records, key)
         d = np.array([k for k, v in m95.items() if np.isfinite(v)])
         axes[1].plot(np.log(d), [m95[k] for k in d], marker, mfc="none" if marker == "s" else None, label=label)
-    m_off = m95_by_d(records, "no_limit_off_target")
-    d = np.array([k for k, v in m_off.items() if np.isfinite(v)])
-    if len(d) >= 2:
-        fits = analysis.fit_log_models(d, [m_off[k] for k in d])
-        grid = np.linspace(np.log(d).min(), np.log(d).max(), 50)
-        for name, fit in fits.items():
-            x = grid if name == "log d" else grid**2
-            axes[1].plot(grid, fit.intercept + fit.slope * x, "-", lw=1,
-                         label=f"off-target fit {fit.intercept:.1f} + {fit.slope:.2f} {name} (rms {fit.rms_residual:.2f})")
-    axes[1].set(xlabel=r"$\ln d$", ylabel="smallest sufficient m", title="smallest m reaching the 95% / 5% level")
-    axes[1].legend(fontsize=8)
+    counts = grid_counts(records, "no_limit_off_target")
+    if sum(np.isfinite(analysis.smallest_m(ms, k / n)) for ms, k, n in counts.values()) >= 2:
+        boot = analysis.bootstrap_smallest_m(counts, resamples=200)
+        x = np.log(boot.d.astype(float))
+        axes[1].plot(x, boot.intercept + boot.slope * x, "k-", lw=1,
+                     label=rf"fit to $m_{{\rm off}}$: slope {boot.slope:.2f} [{boot.slope_low:.2f}, {boot.slope_high:.2f}]")
+        axes[1].plot(x, boot.intercept + 2 / math.log(2) * (x - x.mean()) + boot.slope * x.mean(), "k:", lw=1,
+                     label=r"slope $2/\ln 2$ through the same centre")
+    axes[1].set(xlabel=r"$\ln d$", ylabel="smallest sufficient m")
+    axes[1].legend(fontsize=8, loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -270,7 +479,11 @@ def plot_attention(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor,
     import matplotlib.pyplot as plt
 
     d = V.shape[-2]
-    fig, axes = plt.subplots(1, len(etas) + 1, figsize=(4.2 * (len(etas) + 1), 3.8))
+    rows = math.ceil((len(etas) + 1) / 2)
+    fig, axes = plt.subplots(rows, 2, figsize=(10, 3.8 * rows), squeeze=False)
+    axes = axes.flatten()
+    for ax in axes[len(etas) + 1:]:
+        ax.set_visible(False)
     panels = [("before the step (antisymmetric init)", (attention(V, theta0), attention(V, -theta0)))]
     for eta in etas:
         out = one_step(V, theta0, support, eta)

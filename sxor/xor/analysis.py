@@ -102,6 +102,24 @@ def _rows(V: torch.Tensor, support: torch.Tensor) -> tuple[torch.Tensor, torch.T
     return rows[..., 0, :], rows[..., 1, :]
 
 
+def common_drift(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """The dominant part of the ``O(d^(-5/2))`` remainder of the gradient at ``(theta0, -theta0)``,
+    the same for both heads: ``zeta = 2 cosh(D) / (d^3 M(1)^3) sum_{k != a, b} v_k``, ``[..., m]``.
+
+    It comes from the label term ``(g_a h_b + g_b h_a) V^T g`` (head 2: ``V^T h``): the part of
+    ``V^T g`` and ``V^T h`` even in the scores is ``sum_k v_k / (d M)`` in both heads. Its size is
+    about ``2 d^(-5/2)``; what remains of the remainder is opposite in the two heads and smaller by
+    a factor of order ``m^(-1/2)``.
+    """
+    d, m = check_embeddings(V)
+    check_query("theta0", theta0, m)
+    check_support(support, d)
+    v_a, v_b = _rows(V, support)
+    D = ((v_a - v_b) * theta0).sum(-1, keepdim=True)
+    M1 = sphere_mgf(1.0, m).to(V)
+    return 2 * torch.cosh(D) / (d**3 * M1**3) * (V.sum(-2) - v_a - v_b)
+
+
 def natural_step(eta: torch.Tensor | float, d: int, m: int) -> torch.Tensor:
     """``lambda = eta / (d^2 M(1)^2)``: the step measured in units of the gradient's size, so that
     ``theta1 ~ theta0 + lambda (e^D v_a + e^-D v_b)``."""
@@ -109,7 +127,12 @@ def natural_step(eta: torch.Tensor | float, d: int, m: int) -> torch.Tensor:
     return torch.as_tensor(eta, dtype=torch.float64) / (d**2 * sphere_mgf(1.0, m) ** 2)
 
 
-def grid_eta(d: int, c: float = 2.0) -> float:
+#: ``c`` in the success grid's step size ``eta = c d^2 ln d`` (:func:`grid_eta`): the one home of
+#: this constant, used by the one-step chapters, the sweeps and the benchmark.
+GRID_C = 100.0
+
+
+def grid_eta(d: int, c: float = GRID_C) -> float:
     """The step size of the success grid, ``eta = c d^2 ln d``: ``d^2`` undoes the ``1/d^2``
     gradient, and ``ln d`` makes the target beat ``d`` competitors by a factor ``d^c``-ish."""
     check_dims(d)
@@ -143,6 +166,23 @@ def argmax_limit(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor) -
     a, b = support[..., 0], support[..., 1]
     ok = ((head == a) & (head_tilde == b)) | ((head == b) & (head_tilde == a))
     return ArgmaxLimit(head, head_tilde, ok)
+
+
+def sup_error_bound(attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """Bound on ``max_x |f(x) - y(x)|`` over all ``2^d`` inputs from the weights on the targets:
+    ``2 (1 - mu)`` with ``mu = max(g_a h_b, g_b h_a)``, shape ``[...]``.
+
+    Write ``g.x = g_a x_a + r`` with ``|r| <= 1 - g_a`` and ``h.x = h_b x_b + r~`` with
+    ``|r~| <= 1 - h_b`` (weights are non-negative and sum to 1); then
+    ``f - y = x_a x_b (1 - g_a h_b) - g_a x_a r~ - h_b x_b r - r r~``, whose size is at most
+    ``1 - g_a h_b + g_a (1 - h_b) + h_b (1 - g_a) + (1 - g_a)(1 - h_b) = 2 (1 - g_a h_b)``; the
+    other pairing gives ``2 (1 - g_b h_a)``. Below 1 the sign of ``f`` is right on every input.
+    """
+    heads = torch.stack(torch.broadcast_tensors(attention, attention_tilde), dim=-2)  # [..., 2, d]
+    idx = support.to(heads.device).unsqueeze(-2).expand(*heads.shape[:-1], 2)
+    w = heads.gather(-1, idx)  # w[..., h, t]: weight of head h on target t
+    mu = torch.maximum(w[..., 0, 0] * w[..., 1, 1], w[..., 0, 1] * w[..., 1, 0])
+    return 2 * (1 - mu)
 
 
 def sphere_upper_tail(tau: torch.Tensor, m: int) -> torch.Tensor:
@@ -227,6 +267,21 @@ def predicted_under_stepped(
     return (gap.abs() < math.log((1 - eps) / eps)).double().mean()
 
 
+def median_separating_step(m: int, *, loss_threshold: float = 0.01, samples: int = 20000, seed: int = 0) -> float:
+    """The natural step ``lam`` at which the *median* instance just separates the two targets:
+    ``|Delta| = ln((1 - eps*)/eps*)`` with ``Delta = lam (2 sinh(D)(1 - rho) - D M^2 beta) + D``
+    (:func:`predicted_under_stepped`), i.e. ``lam = ln((1-eps*)/eps*) / median|2 sinh(D)(1-rho) - D M^2 beta|``
+    over ``samples`` draws of ``(v_a, v_b, theta0)`` (the ``+ D`` term is dropped: ``lam >> 1``)."""
+    check_dims(2, m)
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(samples, 3, m, generator=gen, dtype=torch.float64)
+    v_a, v_b, theta0 = (z / z.norm(dim=-1, keepdim=True)).unbind(-2)
+    D, rho = ((v_a - v_b) * theta0).sum(-1), (v_a * v_b).sum(-1)
+    per_lambda = (2 * torch.sinh(D) * (1 - rho) - D * sphere_mgf(1.0, m) ** 2 * bulk_coefficient(D, m)).abs()
+    eps = critical_split(loss_threshold)
+    return math.log((1 - eps) / eps) / float(per_lambda.median())
+
+
 def smallest_m(ms: torch.Tensor | list, rates: torch.Tensor | list, target: float = 0.95) -> float:
     """Smallest ``m`` with success rate ``>= target``, linearly interpolated between grid points:
     the crossing after the last grid point below ``target``; ``nan`` if the last rate is below it."""
@@ -273,6 +328,72 @@ def fit_log_models(d: np.ndarray | list, m_star: np.ndarray | list) -> dict[str,
     return {"log d": fit_line(log_d, m_star[keep]), "log^2 d": fit_line(log_d**2, m_star[keep])}
 
 
+class SlopeBootstrap(NamedTuple):
+    """:func:`bootstrap_smallest_m`: the smallest ``m`` per ``d`` and the fitted slope in ``ln d``,
+    each with a percentile interval."""
+
+    d: np.ndarray  #: the ``d`` used (those with a finite point estimate)
+    m_star: np.ndarray  #: point estimate of the smallest ``m`` per ``d``
+    m_low: np.ndarray  #: lower end of its interval
+    m_high: np.ndarray  #: upper end of its interval
+    slope: float  #: least-squares slope of ``m_star`` against ``ln d``
+    intercept: float
+    slope_low: float
+    slope_high: float
+    censored: float  #: fraction of (resample, d) pairs that never reached the target (set to the largest m)
+
+
+def bootstrap_smallest_m(
+    curves: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    target: float = 0.95,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> SlopeBootstrap:
+    """Percentile bootstrap for the smallest ``m`` with rate ``>= target`` (:func:`smallest_m`) and
+    for the slope of its least-squares line in ``ln d``.
+
+    ``curves[d] = (ms, successes, trials)`` per cell. Each resample redraws every cell's count as
+    ``Binomial(trials, successes / trials)`` independently (a parametric bootstrap: cells that
+    share instances across ``m`` are resampled as if independent, which widens the intervals) and
+    recomputes the smallest ``m`` and the slope. A resample whose curve never reaches ``target``
+    at some ``d`` is kept, with that ``d``'s value set to the largest grid ``m`` (censored), and
+    counted in ``censored``; only ``d`` with a finite point estimate enter.
+    """
+    if resamples < 2:
+        raise ValueError(f"resamples must be >= 2, got {resamples}")
+    rng = np.random.default_rng(seed)
+    ds, points = [], []
+    for d in sorted(curves):
+        ms, k, n = (np.asarray(x, dtype=float) for x in curves[d])
+        value = smallest_m(ms, k / n, target)
+        if np.isfinite(value):
+            ds.append(d)
+            points.append(value)
+    if len(ds) < 2:
+        raise ValueError("need at least two d with a finite smallest m")
+    x = np.log(np.array(ds, dtype=float))
+    fit = fit_line(x, points)
+    samples = np.empty((resamples, len(ds)))
+    censored = 0
+    for j, d in enumerate(ds):
+        ms, k, n = (np.asarray(a, dtype=float) for a in curves[d])
+        draws = rng.binomial(n.astype(np.int64), k / n, size=(resamples, len(ms)))
+        for r in range(resamples):
+            value = smallest_m(ms, draws[r] / n, target)
+            if not np.isfinite(value):
+                value, censored = ms[-1], censored + 1
+            samples[r, j] = value
+    A = np.stack([np.ones_like(x), x], axis=1)
+    slopes = np.linalg.lstsq(A, samples.T, rcond=None)[0][1]
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    m_low, m_high = np.percentile(samples, q, axis=0)
+    slope_low, slope_high = np.percentile(slopes, q)
+    return SlopeBootstrap(np.array(ds), np.array(points), m_low, m_high, fit.slope, fit.intercept,
+                          float(slope_low), float(slope_high), censored / (resamples * len(ds)))
+
+
 def wilson_interval(
     successes: torch.Tensor | np.ndarray, trials: int, z: float = 1.96
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -289,12 +410,13 @@ def wilson_interval(
 def predicted_same_target(d: int | np.ndarray) -> np.ndarray:
     """Probability that both heads pick the same target in the ``eta -> infinity`` limit.
 
-    Head 1's score gap ``a - b`` is ``2D - X`` and head 2's gap ``b - a`` is ``2D + X`` (units
-    ``1/(d^2 M^2)``, leading order in ``1/m``), where ``X = (2/d) sum_{i != a,b} <v_a - v_b, v_i>``
-    comes from the ``d - 2`` non-targets. The heads agree iff ``|X| > 2|D|``; ``X`` and ``2D`` are
-    nearly independent centred normals whose standard deviations have ratio
+    Head 1's score gap ``a - b`` is ``2(1 - rho) D - X`` and head 2's gap ``b - a`` is
+    ``2(1 - rho) D + X`` (units ``1/(d^2 M^2)``, leading order, ``sinh D ~ D``), where
+    ``X = (2/d) sum_{i != a,b} <v_a - v_b, v_i>`` comes from the common drift
+    (:func:`common_drift`). The heads agree iff ``|X| > 2(1 - rho)|D|``; ``X`` and
+    ``2(1 - rho) D`` are nearly independent centred normals whose standard deviations have ratio
     ``sigma = sqrt(d - 2) / (d (1 - rho)) ~ d^(-1/2)``, so the probability is that of
-    ``|Cauchy| > 1/sigma``: ``(2/pi) arctan(sqrt(d - 2)/d)``, independent of ``m``.
+    ``|Cauchy| > 1/sigma``: ``(2/pi) arctan(sqrt(d - 2)/d)`` (at ``rho = 0``), independent of ``m``.
     """
     d = np.asarray(d, dtype=float)
     if np.any(d < 3):

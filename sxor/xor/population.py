@@ -21,7 +21,18 @@ from typing import NamedTuple
 
 import torch
 
-from .checks import as_support, batch_shape, check_embeddings, check_eta, check_query, check_support, check_tensor, check_weights
+from .checks import (
+    as_support,
+    batch_shape,
+    check_dims,
+    check_embeddings,
+    check_eta,
+    check_finite,
+    check_query,
+    check_support,
+    check_tensor,
+    check_weights,
+)
 from .model import attention_kind
 from .model import scores_unchecked as scores
 
@@ -146,6 +157,62 @@ def population_grad_unchecked(
     return (Vt @ r.unsqueeze(-1)).squeeze(-1), (Vt @ r_tilde.unsqueeze(-1)).squeeze(-1)
 
 
+#: Rows per block when a long contraction over ``d`` is split (see :func:`_rows_times`): a block of
+#: ``V`` then stays in cache, and MKL's matrix-vector products at ``d ~ 10^6`` run at the copy rate.
+_BLOCK_ROWS = 4096
+
+
+def _rows_times(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
+    """``A @ V`` for ``A [..., k, d]`` and ``V [..., d, m]`` (one pass over ``V``), ``[..., k, m]``.
+
+    For long ``d`` the contraction is split into blocks of ``_BLOCK_ROWS`` rows summed afterwards:
+    the same products in a different order of summation (so equal to rounding).
+    """
+    d = V.shape[-2]
+    if d < 2 * _BLOCK_ROWS or d % _BLOCK_ROWS or A.shape[:-2] != V.shape[:-2] or not V.is_contiguous():
+        return A @ V
+    c = d // _BLOCK_ROWS
+    Vb = V.reshape(*V.shape[:-2], c, _BLOCK_ROWS, V.shape[-1])
+    Ab = A.reshape(*A.shape[:-1], c, _BLOCK_ROWS).transpose(-3, -2)
+    return (Ab @ Vb).sum(-3)
+
+
+#: Bytes of ``V`` per block of instances in :func:`one_step`: small enough for the CPU's last-level
+#: cache, so that the second and third passes over a block read it from cache, not from memory.
+_CACHE_BYTES = 4 * 2**20
+
+
+def _cache_blocks(V, theta0, support, eta):
+    """Split a batch ``V [B, d, m]`` (with ``theta0 [B, m]``, ``support [B, 2]``, ``eta`` scalar or
+    ``[B]``) into blocks of at most ``_CACHE_BYTES`` of ``V`` on the CPU; ``None`` when there is
+    nothing to gain (one block, a GPU, or broadcast batch shapes)."""
+    if V.device.type != "cpu" or V.dim() != 3 or theta0.dim() != 2 or support.dim() != 2 or eta.dim() > 1:
+        return None
+    B = V.shape[0]
+    if theta0.shape[0] != B or support.shape[0] != B or (eta.dim() == 1 and eta.shape[0] != B):
+        return None
+    per = max(1, _CACHE_BYTES // (V[0].numel() * V.element_size()))
+    if per >= B:
+        return None
+    if per == 1:  # one instance per block: plain matrix products, no batched kernels
+        return [(V[i], theta0[i], support[i], eta[i] if eta.dim() == 1 else eta) for i in range(B)]
+    return [(V[i:i + per], theta0[i:i + per], support[i:i + per], eta[i:i + per] if eta.dim() == 1 else eta)
+            for i in range(0, B, per)]
+
+
+def _check_step_inputs(V, theta0, support, eta) -> torch.Tensor:
+    """The checks of :func:`one_step` that cost ``O(m + batch)``: everything but ``V``'s finiteness,
+    which :func:`_one_step` checks from the row sums it computes in its first pass. Returns ``eta``
+    as a tensor."""
+    check_tensor("V", V, 2, real=True)
+    check_tensor("theta0", theta0, 1, real=True)
+    d, m = V.shape[-2], V.shape[-1]
+    check_dims(d, m)
+    check_query("theta0", theta0, m, like=V)
+    check_support(support, d)
+    return check_eta(eta, theta0, batch_shape(V.shape[:-2], theta0.shape[:-1], support.shape[:-1]))
+
+
 class OneStepResult(NamedTuple):
     """State after one population gradient step from the antisymmetric init ``(theta0, -theta0)``."""
 
@@ -154,6 +221,51 @@ class OneStepResult(NamedTuple):
     loss: torch.Tensor  #: population loss after the step, ``[...]``
     attention: torch.Tensor  #: weights of the first head after the step, ``[..., d]``
     attention_tilde: torch.Tensor  #: weights of the second head after the step, ``[..., d]``
+
+
+class StepAndLimit(NamedTuple):
+    """:func:`one_step_and_limit`: one step of size ``eta`` and its ``eta -> infinity`` limit."""
+
+    step: OneStepResult  #: the step of size ``eta``
+    head: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta>``, where head 1 sits as ``eta -> infinity``, ``[...]``
+    head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
+
+
+def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bool = False, limit: bool = False):
+    """One step from ``(theta0, -theta0)`` in three passes over ``Vt = V^T [..., m, d]``.
+
+    Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``), plus the row sums of ``V`` when
+    ``check_rows`` (a row with a nan or an inf has a non-finite sum, so this checks ``V`` at no
+    extra pass). Pass 2: both heads' gradients ``V^T [r, r~]`` in one product. Pass 3: both heads'
+    new scores ``V [theta1, theta1~]`` (and ``V [-grad, -grad~]`` for the argmax limit). With
+    ``scale [..., d]`` the embeddings are ``V = diag(scale) Vt^T`` (rows normalised on the fly).
+    """
+    phi = attention_kind(kind)
+    theta0 = theta0.to(Vt.dtype)
+    rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if check_rows else theta0.unsqueeze(-2)
+    first = rows @ Vt  # [..., 1 or 2, d]
+    if check_rows and not bool(torch.isfinite(first[..., 1, :]).all()):
+        check_finite("V", Vt)  # names the problem; passes only if a finite row sum overflowed
+    s = first[..., 0, :] if scale is None else first[..., 0, :] * scale
+    g, h = phi.weights(s), phi.weights(-s)
+    du_g, du_h = grad_from_weights(g, h, support)
+    r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
+    if scale is not None:
+        r = r * scale.unsqueeze(-2)
+    grads = _rows_times(r, Vt.transpose(-1, -2))  # [..., 2, m]
+    step = eta.unsqueeze(-1).unsqueeze(-1)
+    new = torch.stack([theta0, -theta0], -2) - step * grads  # [..., 2, m]
+    queries = torch.cat([new, -grads], -2) if limit else new
+    new_scores = queries @ Vt  # [..., 2 or 4, d]
+    if scale is not None:
+        new_scores = new_scores * scale.unsqueeze(-2)
+    weights = phi.weights(new_scores[..., :2, :])
+    g1, h1 = weights[..., 0, :], weights[..., 1, :]
+    result = OneStepResult(new[..., 0, :], new[..., 1, :], loss_from_weights(g1, h1, support), g1, h1)
+    if not limit:
+        return result
+    heads = new_scores[..., 2:, :].argmax(-1)
+    return StepAndLimit(result, heads[..., 0], heads[..., 1])
 
 
 def one_step(
@@ -166,19 +278,51 @@ def one_step(
     """One population gradient step of size ``eta`` from ``(theta0, -theta0)``:
 
     ``theta1 = theta0 - eta dL/dtheta``, ``theta1~ = -theta0 - eta dL/dtheta~``.
-    Finite for ``eta`` up to ``1e12`` because softmax is evaluated with log-sum-exp.
+    Finite for ``eta`` up to ``1e12`` because softmax is evaluated with log-sum-exp. Three passes
+    over ``V`` (the scores, both gradients in one product, both new scores in one product); the
+    input checks cost no further pass.
 
     Raises as :func:`population_loss` does (with ``theta_tilde = -theta0``), and
     ArgumentTypeError unless ``eta`` is a real number or tensor (not complex, bool or str);
     ValueError unless ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
-    check_tensor("theta0", theta0, 1, real=True)
-    theta_tilde0 = -theta0
-    check_model_inputs(V, theta0, theta_tilde0, support)
-    eta = check_eta(eta, theta0, batch_shape(V.shape[:-2], theta0.shape[:-1], support.shape[:-1]))
-    phi = attention_kind(kind)
-    grad, grad_tilde = population_grad_unchecked(V, theta0, theta_tilde0, support, kind)
-    step = eta.unsqueeze(-1)
-    theta1, theta_tilde1 = theta0 - step * grad, theta_tilde0 - step * grad_tilde
-    g, h = phi.weights(scores(V, theta1)), phi.weights(scores(V, theta_tilde1))
-    return OneStepResult(theta1, theta_tilde1, loss_from_weights(g, h, support), g, h)
+    eta = _check_step_inputs(V, theta0, support, eta)
+    parts = _cache_blocks(V, theta0, support, eta)
+    if parts is None:
+        return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=True)
+    outs = [_one_step(v.transpose(-1, -2), t, s, e, kind, check_rows=True) for v, t, s, e in parts]
+    join = torch.stack if parts[0][0].dim() == 2 else torch.cat
+    return OneStepResult(*(join(field) for field in zip(*outs)))
+
+
+def one_step_and_limit(
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float | torch.Tensor,
+    kind: str = "softmax",
+    *,
+    check: bool = True,
+) -> StepAndLimit:
+    """:func:`one_step` and, from the same three passes over ``V``, where each head sits in the
+    ``eta -> infinity`` limit (:func:`sxor.xor.analysis.argmax_limit`).
+
+    ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
+    """
+    eta = _check_step_inputs(V, theta0, support, eta) if check else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
+    return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=check, limit=True)
+
+
+def one_step_and_limit_factored(
+    Z: torch.Tensor,
+    scale: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    eta: float | torch.Tensor,
+    kind: str = "softmax",
+) -> StepAndLimit:
+    """:func:`one_step_and_limit` for embeddings given as ``V = diag(scale) Z^T`` with
+    ``Z [..., m, d]`` and ``scale [..., d]`` (:class:`sxor.xor.sweeps.ScaledInstances`), without
+    input checks: the sweeps draw these instances themselves and never materialise ``V``."""
+    eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
+    return _one_step(Z, theta0, support, eta, kind, scale=scale, limit=True)

@@ -1,0 +1,83 @@
+"""The one-step benchmark's reference implementation agrees with ``sxor.one_step``, and its timing
+helpers and device plumbing work (on CPU; the CUDA path is the same code with ``--device cuda``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import sxor
+from sxor.xor import analysis
+from sxor.xor.sweeps import random_instances
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_one_step", ROOT / "benchmarks" / "bench_one_step.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_one_step"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("d, m, count", [(64, 8, 16), (1024, 12, 4), (3 * 4096, 6, 2)])
+def test_one_step_equals_the_straightforward_reference(bench, d, m, count):
+    inst = random_instances(count, d, m, seed=1)
+    eta = analysis.grid_eta(d)
+    fast = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
+    ref = bench.reference_one_step(inst.V, inst.theta0, inst.support, eta)
+    assert bench.max_relative_difference(fast, ref) < 1e-10
+    torch.testing.assert_close(fast.loss, ref.loss, atol=1e-12, rtol=0)
+
+
+def test_side_by_side_times_both_and_interleaves(bench):
+    calls = []
+    fast, slow, ratio = bench.side_by_side(lambda: calls.append("f"), lambda: calls.append("s"), torch.device("cpu"), 3)
+    assert fast >= 0 and slow >= 0 and ratio > 0
+    assert calls == ["f", "s"] * 4
+
+
+def test_cuda_request_without_a_gpu_is_refused(bench, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(SystemExit):
+        bench.main(["--device", "cuda"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_reference_on_cuda_matches_cpu(bench):
+    inst = random_instances(4, 256, 8, seed=0)
+    eta = analysis.grid_eta(256)
+    cpu = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
+    gpu = sxor.one_step(inst.V.cuda(), inst.theta0.cuda(), inst.support.cuda(), eta)
+    torch.testing.assert_close(gpu.loss.cpu(), cpu.loss)
+
+
+def test_cache_blocks_give_the_same_step_as_one_block(bench, monkeypatch):
+    from sxor.xor import population
+
+    inst = random_instances(12, 256, 8, seed=3)
+    eta = torch.linspace(1e3, 1e7, 12, dtype=torch.float64)
+    whole = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
+    monkeypatch.setattr(population, "_CACHE_BYTES", 256 * 8 * 8 * 5)  # blocks of 5 instances
+    assert len(population._cache_blocks(inst.V, inst.theta0, inst.support, eta)) == 3
+    blocked = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
+    for a, b in zip(whole, blocked):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_one_instance_blocks_give_the_same_step(monkeypatch):
+    from sxor.xor import population
+
+    inst = random_instances(3, 64, 4, seed=5)
+    whole = sxor.one_step(inst.V, inst.theta0, inst.support, 1e5)
+    monkeypatch.setattr(population, "_CACHE_BYTES", 1)
+    single = sxor.one_step(inst.V, inst.theta0, inst.support, 1e5)
+    assert single.loss.shape == (3,) and single.attention.shape == (3, 64)
+    for a, b in zip(whole, single):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
