@@ -20,8 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
-sys.path.insert(0, str(ROOT / "tools"))
-from check_site import toc_pages  # noqa: E402  (tools/ is a folder of scripts, not a package)
+from tools.check_site import toc_pages  # noqa: E402  (the repository root is on sys.path: tests/ is a package)
 
 
 def toc_files() -> set[str]:

@@ -186,10 +186,7 @@ def test_no_widget_state_without_widgets(path):
 
 
 def test_execute_tool_strips_unused_widget_state():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    from execute_notebooks import strip_unused_widget_state
+    from tools.execute_notebooks import strip_unused_widget_state
 
     plain = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
     plain.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
@@ -288,10 +285,7 @@ def test_every_module_of_sxor_has_its_place_in_the_api_reference():
 
 
 def site_check():
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tools"))
-    import check_site
+    from tools import check_site
 
     return check_site
 
