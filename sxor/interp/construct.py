@@ -57,7 +57,7 @@ __all__ = [
     "check_dataset", "random_dataset", "injective_direction", "hat_move", "snap_move", "construct",
     "interpolation_errors", "softmax_certificate", "block_bound", "parameter_bound",
     "separation_phase", "mean_collapse_phase", "leader_phase", "hardmax_interpolation_phase",
-    "softmax_interpolation_phase", "collapse_layer", "default_temperature",
+    "softmax_interpolation_phase", "collapse_layer", "default_temperature", "Separation", "Leaders",
 ]
 
 

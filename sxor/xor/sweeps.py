@@ -165,7 +165,7 @@ def _accumulate_sq_norms(Z: torch.Tensor, acc: torch.Tensor, start: int, stop: i
 def at_m(nested: NestedInstances, m: int, *, sq_norms: torch.Tensor | None = None) -> ScaledInstances:
     """The instances at embedding dimension ``m``: the first ``m`` columns, rows normalised.
     ``sq_norms`` (the rows' squared norms over the first ``m`` columns, ``[S, d]``, summed by
-    :func:`_accumulate_sq_norms`) may be passed when the caller accumulates them over increasing ``m``."""
+    ``_accumulate_sq_norms``) may be passed when the caller accumulates them over increasing ``m``."""
     m_max = nested.Z.shape[-2]
     if not 1 <= m <= m_max:
         raise ValueError(f"m must lie in 1..m_max = 1..{m_max}, got m={m}")
