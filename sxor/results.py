@@ -88,3 +88,28 @@ def finite_or_none(x: float) -> float | None:
     """``x`` as a float, or ``None`` (JSON ``null``) when it is nan or infinite."""
     x = float(x)
     return x if np.isfinite(x) else None
+
+
+def describe(results: dict, width: int = 100) -> list[str]:
+    """Lines (at most ``width`` characters) saying how a results file was made: its experiment and
+    size, the command, device, library versions, date and wall time of :func:`provenance`, and
+    its parameters. Used by the book's reproducibility appendix.
+
+    Raises ValueError unless ``results`` has the keys ``experiment``, ``params`` and ``meta``.
+    """
+    import textwrap
+
+    missing = {"experiment", "params", "meta"} - set(results)
+    if missing:
+        raise ValueError(f"results lack the keys {sorted(missing)}")
+    meta, params = results["meta"], dict(results["params"])
+    size = params.pop("size", "?")
+    wall = meta.get("wall_seconds")
+    lines = [f"{results['experiment']} (size {size}): {meta.get('command', '?')}",
+             f"  made on {meta.get('device', '?')}, torch {meta.get('torch', '?')}, "
+             f"numpy {meta.get('numpy', '?')}, {meta.get('date', '?')}"
+             + (f", {wall:.0f} s wall" if isinstance(wall, (int, float)) else "")]
+    text = "; ".join(f"{k} = {v}" for k, v in params.items())
+    lines += textwrap.wrap("parameters: " + text, width=width, initial_indent="  ", subsequent_indent="    ",
+                           break_long_words=True)
+    return lines
