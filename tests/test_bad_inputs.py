@@ -361,6 +361,22 @@ p2("InterpolatingTransformer", "call on nan tokens", lambda: T_HARD(np.array([[N
 p2("InterpolatingTransformer", "error_bound at tau = -1", lambda: T_SOFT.error_bound(-1), r"tau")
 p2("InterpolatingTransformer", "error_bound at tau = nan", lambda: T_SOFT.error_bound(NAN), r"tau")
 p2("InterpolatingTransformer", "error_bound of a hardmax network", lambda: T_HARD.error_bound(0.1), r"softmax")
+p2("InterpolatingTransformer", "error_bound at tau = 'x'", lambda: T_SOFT.error_bound("x"), r"tau")
+p2("InterpolatingTransformer", "map of an int", lambda: T_HARD.map(5), r"sequences")
+p2("check_dataset", "ints instead of lists", lambda: I.check_dataset(5, 5), r"inputs")
+p2("softmax_certificate", "T a string", lambda: I.softmax_certificate("T", INPUTS, TARGETS), r"\bT\b")
+p2("interpolation_errors", "T a string", lambda: I.interpolation_errors("T", INPUTS, TARGETS), r"\bT\b")
+# the clustering helpers refuse what is not a real point cloud
+p2("convex_hull_2d", "a nan point", lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [NAN, 1], [0, 1]])), r"points")
+p2("convex_hull_2d", "an inf point", lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [np.inf, 1], [0, 1]])), r"points")
+p2("convex_hull_2d", "complex points", lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [1j, 1], [0, 1]])), r"points")
+p2("convex_hull_2d", "one-dimensional input", lambda: I.convex_hull_2d(np.array([0, 1, 2])), r"points")
+p2("convex_hull_2d", "a string", lambda: I.convex_hull_2d("abc"), r"points")
+p2("distinct_points", "tol = nan", lambda: I.distinct_points(np.array([[0.0, 1.0]]), tol=NAN), r"\btol\b")
+p2("distinct_points", "tol a string", lambda: I.distinct_points(np.array([[0.0, 1.0]]), tol="0"), r"\btol\b")
+p2("distinct_points", "a nan row", lambda: I.distinct_points(np.array([[NAN, 0.0]])), r"\bX\b")
+p2("distinct_points", "an inf row", lambda: I.distinct_points(np.array([[np.inf, 0.0]])), r"\bX\b")
+p2("distinct_points", "a string", lambda: I.distinct_points("abc"), r"\bX\b")
 
 #: Public names that take no argument to get wrong, with the reason.
 EXEMPT = {
@@ -417,14 +433,7 @@ def test_every_public_function_has_five_bad_inputs(module, rows) -> None:
     unknown = set(counts) - set(module.__all__)
     assert not unknown, f"rows for names not in {module.__name__}.__all__: {sorted(unknown)}"
     short = {name: counts.get(name, 0) for name in module.__all__ if name not in EXEMPT and counts.get(name, 0) < 5}
-    if module is I:  # Part II functions that still misbehave on most bad inputs (see the module docstring)
-        short = {k: v for k, v in short.items() if k not in PART2_FEWER_THAN_FIVE}
     assert not short, f"public functions with fewer than five bad-input rows: {short}"
-
-
-#: Part II functions with fewer than five rows today, because most of their bad inputs are not
-#: yet refused clearly (they give a silent result or an error that does not name the argument).
-PART2_FEWER_THAN_FIVE = {"convex_hull_2d", "distinct_points"}
 
 
 def test_integer_valued_float_sizes_are_refused_consistently() -> None:

@@ -40,6 +40,8 @@ def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets:
     of its rigorous enclosure (see :class:`sxor.interp.network.SALayer`); the rigorous bound is
     :func:`softmax_certificate`. Refuses datasets :func:`~sxor.interp.dataset.check_dataset` refuses and token
     dimensions other than ``T.d``."""
+    if not isinstance(T, InterpolatingTransformer):
+        raise TypeError(f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}")
     X, Y = check_dataset(inputs, targets)
     return [hausdorff_squared(out, y) for out, y in zip(T.map(X), Y)]
 
@@ -116,6 +118,8 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
     inf included), datasets :func:`~sxor.interp.dataset.check_dataset` refuses, and a network with two
     temperature-dependent attention layers. Every ``tau > 0`` is supported: the enclosure clamps
     huge exponents, so the work does not grow as ``tau -> 0``."""
+    if not isinstance(T, InterpolatingTransformer):
+        raise TypeError(f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}")
     if T.attention != "softmax":
         raise ValueError("softmax_certificate needs a transformer built with attention='softmax'")
     tau = check_temperature(T.tau if tau is None else tau)

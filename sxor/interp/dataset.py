@@ -30,6 +30,10 @@ def check_dataset(inputs: Sequence, targets: Sequence) -> tuple[list[np.ndarray]
     dimensions, ``d = 1`` with some ``m_j > 1``)."""
     if isinstance(inputs, np.ndarray) or isinstance(targets, np.ndarray):
         raise ValueError("inputs and targets must be lists of [n_j, d] arrays (one per sequence), not one array")
+    for name, value in (("inputs", inputs), ("targets", targets)):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise TypeError(f"{name} must be a list of [n_j, d] sequences (one per sequence), "
+                            f"got {type(value).__name__}")
     if len(inputs) != len(targets):
         raise ValueError(f"got {len(inputs)} input sequences but {len(targets)} target sequences")
     if len(inputs) == 0:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+import numbers
 from fractions import Fraction
 from typing import Sequence
 
@@ -279,6 +280,8 @@ class InterpolatingTransformer:
         ``tau <= 0``, NaN or infinity."""
         if self.attention != "softmax":
             raise ValueError("error_bound is defined for softmax transformers only (hardmax is exact)")
+        if isinstance(tau, (bool, str, complex)) or not isinstance(tau, (numbers.Real, Fraction)):
+            raise TypeError(f"tau must be a real number > 0, got {tau!r} of type {type(tau).__name__}")
         tau = mpmath.mpf(tau.numerator) / tau.denominator if isinstance(tau, Fraction) else mpmath.mpf(tau)
         if not (tau > 0 and mpmath.isfinite(tau)):
             raise ValueError(f"tau must be finite and > 0, got {tau}")
@@ -337,7 +340,11 @@ class InterpolatingTransformer:
         return out
 
     def map(self, sequences: Sequence) -> list:
-        """``[T(X) for X in sequences]``, with each FF applied once to all sequences' tokens."""
+        """``[T(X) for X in sequences]``, with each FF applied once to all sequences' tokens.
+        Raises TypeError unless ``sequences`` is a list (or tuple) of sequences, and as
+        :meth:`__call__` does for each of them."""
+        if not isinstance(sequences, (list, tuple)):
+            raise TypeError(f"sequences must be a list of [n, d] sequences, got {type(sequences).__name__}")
         states = list(sequences)
         for s in states:
             self._check(s)
