@@ -144,6 +144,16 @@ def n_star(record: dict) -> float:
     return float(ns[fails[-1] + 1] if len(fails) else ns[0])
 
 
+def fails_after_success(record: dict) -> bool:
+    """Whether the step succeeds at some grid ``n`` and fails at a larger grid ``n``: the outcome is
+    not monotone in ``n`` (this is why :func:`n_star` is defined from the *last* failure)."""
+    ok = np.asarray(record["mode"]) == 0
+    if len(ok) != len(record["n"]) or len(ok) == 0:
+        raise ValueError("a record needs equally long, non-empty 'n' and 'mode' lists")
+    first = np.argmax(ok) if ok.any() else len(ok)
+    return bool((~ok[first:]).any())
+
+
 def n_star_table(records: list[dict], *, condition: bool = True) -> dict[int, np.ndarray]:
     """``{d: array of n*}`` over the instances (``inf`` where censored); with ``condition`` only the
     instances whose *population* step succeeds."""
@@ -269,7 +279,7 @@ def plot_modes(results: dict, ds: tuple[int, ...] | None = None):
     ds = (all_d[len(all_d) // 2], all_d[-1]) if ds is None else tuple(ds)
     if not 1 <= len(ds) <= 2:
         raise ValueError("plot_modes draws one or two panels")
-    fig, axes = plt.subplots(1, len(ds), figsize=(5.8 * len(ds), 4.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(ds), figsize=(5.9 * len(ds), 4.0), sharey=True, squeeze=False)
     colors = {"success": "C2", "off_target": "C3", "same_target": "C0", "under_stepped": "C7"}
     for ax, d in zip(axes[0], ds):
         ns, frac = mode_fractions_by_n(results["records"], d)
@@ -311,9 +321,9 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
     fig.tight_layout()
     return fig
 #: Step sizes of the SGD scan, as natural steps ``lambda = eta / (d^2 M(1)^2)`` (exact decimals).
-SGD_LAMBDAS = (0.0625, 0.125, 0.25, 0.5)
+SGD_LAMBDAS = (0.0078125, 0.015625, 0.03125, 0.0625, 0.125, 0.25, 0.5)
 #: Batch sizes of the SGD scan per unit step, ``B / (lambda d)``: the noise level of a step.
-SGD_BATCH_PER_STEP = (4, 8, 16, 32, 64)
+SGD_BATCH_PER_STEP = (2, 4, 8, 16, 24, 32, 64)
 #: Fraction of instances that must have met the success criterion.
 SGD_TARGET = 0.8
 
@@ -326,12 +336,15 @@ SGD_SIZES = {
 def sgd_configs(d: int, max_steps: int, max_samples_over_d: int) -> list[tuple[float, int, int]]:
     """The scanned ``(lambda, batch, steps)`` at ``d``: every ``lambda`` of :data:`SGD_LAMBDAS` with
     every batch ``B = round(c lambda d)``, ``c`` in :data:`SGD_BATCH_PER_STEP`, run for
-    ``min(max_steps, max_samples_over_d * d // B)`` steps (a budget of samples per run)."""
+    ``min(max_steps, max_samples_over_d * d // B)`` steps (a budget of samples per run); a batch
+    that two ``c`` round to is run once."""
     out = []
     for lam in SGD_LAMBDAS:
         for c in SGD_BATCH_PER_STEP:
             batch = max(1, int(round(c * lam * d)))
-            out.append((lam, batch, min(max_steps, max_samples_over_d * d // batch)))
+            config = (lam, batch, min(max_steps, max_samples_over_d * d // batch))
+            if config not in out:  # small c lambda d: several c round to the same batch
+                out.append(config)
     return out
 
 

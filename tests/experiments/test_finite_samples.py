@@ -149,6 +149,16 @@ def test_n_star_is_the_start_of_the_final_run_of_successes():
         fs.n_star({"n": [1, 2], "mode": [0]})
 
 
+def test_fails_after_success_detects_a_late_failure():
+    assert not fs.fails_after_success(_record([0, 0, 0, 0]))
+    assert not fs.fails_after_success(_record([1, 2, 0, 0]))
+    assert not fs.fails_after_success(_record([1, 1, 1, 1]))
+    assert fs.fails_after_success(_record([2, 0, 1, 0]))
+    assert fs.fails_after_success(_record([0, 0, 0, 2]))
+    with pytest.raises(ValueError):
+        fs.fails_after_success({"n": [1, 2], "mode": [0]})
+
+
 def test_censored_quantile_is_defined_only_below_the_censored_fraction():
     v = np.array([1.0, 2.0, 3.0, math.inf])
     assert fs.censored_quantile(v, 0.5) == 2.0
@@ -206,9 +216,11 @@ def test_one_step_with_many_samples_agrees_with_the_population_step():
 
 
 def test_sgd_configs_and_steps_to_rate():
-    cfgs = fs.sgd_configs(32, 64, 128)
+    cfgs = fs.sgd_configs(64, 64, 128)  # every c lambda d >= 1: no two c share a batch
     assert len(cfgs) == len(fs.SGD_LAMBDAS) * len(fs.SGD_BATCH_PER_STEP)
-    assert all(b * t <= 128 * 32 and t <= 64 for _, b, t in cfgs)
+    assert all(b * t <= 128 * 64 and t <= 64 for _, b, t in cfgs)
+    small = fs.sgd_configs(16, 64, 128)  # at d = 16, small lambda: c = 2 and c = 4 both give B = 1
+    assert len(small) == len(set(small)) < len(fs.SGD_LAMBDAS) * len(fs.SGD_BATCH_PER_STEP)
     assert fs.steps_to_rate([1, 2, 3, 4, -1]) == 4  # 80% of 5 have succeeded by step 4
     assert math.isinf(fs.steps_to_rate([1, 2, 3, -1, -1]))
 
