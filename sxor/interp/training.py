@@ -32,6 +32,7 @@ import torch
 
 from ..progress import progress
 
+#: The names of one block's parameters, in the order of the parameter dict.
 PARAMETER_NAMES = ("q", "k", "rho", "V", "eta", "W", "U", "b")
 
 
