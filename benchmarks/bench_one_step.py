@@ -72,10 +72,30 @@ def reference_one_step(V, theta0, support, eta):
     return sxor.OneStepResult(theta1, theta_tilde1, loss_from_weights(g1, h1, support), g1, h1)
 
 
-def side_by_side(fast, slow, device: torch.device, repeats: int) -> tuple[float, float, float]:
+def three_pass_reference_one_step(V, theta0, support, eta):
+    """:func:`reference_one_step` with its passes over ``V`` merged into three ``einsum`` calls
+    (no cache blocking): the scores of the first head (the second head's are their negatives),
+    both heads' gradients in one call, both heads' new scores in one call. It separates what
+    ``sxor.one_step`` gains by reading ``V`` three times instead of six from anything else."""
+    s = torch.einsum("...dm,...m->...d", V, theta0)
+    g, h = torch.softmax(s, -1), torch.softmax(-s, -1)
+    du_g, du_h = grad_from_weights(g, h, support)
+    r = torch.stack([g * (du_g - (g * du_g).sum(-1, keepdim=True)),
+                     h * (du_h - (h * du_h).sum(-1, keepdim=True))], -1)
+    grads = torch.einsum("...dm,...dk->...km", V, r)
+    step = torch.as_tensor(eta, dtype=V.dtype, device=V.device).unsqueeze(-1)
+    theta1, theta_tilde1 = theta0 - step * grads[..., 0, :], -theta0 - step * grads[..., 1, :]
+    s1 = torch.einsum("...dm,...km->...dk", V, torch.stack([theta1, theta_tilde1], -2))
+    g1, h1 = torch.softmax(s1[..., 0], -1), torch.softmax(s1[..., 1], -1)
+    return sxor.OneStepResult(theta1, theta_tilde1, loss_from_weights(g1, h1, support), g1, h1)
+
+
+def side_by_side(fast, slow, device: torch.device, repeats: int,
+                 ratios_out: list | None = None) -> tuple[float, float, float]:
     """Median wall times of ``fast()`` and ``slow()``, called alternately ``repeats`` times each
     (after one warm-up call of each), so that both see the same load on a shared machine, and the
-    median over the ``repeats`` adjacent pairs of the ratio ``slow / fast``."""
+    median over the ``repeats`` adjacent pairs of the ratio ``slow / fast``. Every pair's ratio,
+    in order, is appended to ``ratios_out`` when given (the spread of the alternations)."""
     fast(), slow()
     _sync(device)
     t_fast, t_slow = [], []
@@ -85,7 +105,10 @@ def side_by_side(fast, slow, device: torch.device, repeats: int) -> tuple[float,
             fn()
             _sync(device)
             times.append(time.perf_counter() - start)
-    ratios = sorted(s / f for f, s in zip(t_fast, t_slow))
+    pair_ratios = [s / f for f, s in zip(t_fast, t_slow)]
+    if ratios_out is not None:
+        ratios_out.extend(pair_ratios)
+    ratios = sorted(pair_ratios)
     return float(sorted(t_fast)[repeats // 2]), float(sorted(t_slow)[repeats // 2]), float(ratios[repeats // 2])
 
 
@@ -169,11 +192,20 @@ def time_mc(V, theta0, support, n: int, chunk: int, max_chunks: int, device, gen
 def bench_config(d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, args) -> dict:
     eta = analysis.grid_eta(d)
     batch = random_instances(count, d, m, seed=0, dtype=dtype, device=device)
+    pairs, pairs_three = [], []
     t_batched, t_reference, pair_ratio = side_by_side(
         lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta),
         lambda: reference_one_step(batch.V, batch.theta0, batch.support, eta),
-        device, args.repeats,
+        device, args.repeats, pairs,
     )
+    _, t_three, three_ratio = side_by_side(
+        lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta),
+        lambda: three_pass_reference_one_step(batch.V, batch.theta0, batch.support, eta),
+        device, args.repeats, pairs_three,
+    )
+    three_difference = max_relative_difference(
+        sxor.one_step(batch.V, batch.theta0, batch.support, eta),
+        three_pass_reference_one_step(batch.V, batch.theta0, batch.support, eta))
     difference = max_relative_difference(sxor.one_step(batch.V, batch.theta0, batch.support, eta),
                                          reference_one_step(batch.V, batch.theta0, batch.support, eta))
     bytes_model = 3 * d * m * torch.finfo(dtype).bits // 8 * count  # three reads of V
@@ -192,6 +224,10 @@ def bench_config(d: int, m: int, count: int, device: torch.device, dtype: torch.
         "reference": {"seconds": t_reference, "instances_per_s": count / t_reference,
                       "bandwidth_fraction_of_copy": 2 * bytes_model / t_reference / args.copy_bw},
         "ratio_vs_reference": pair_ratio,  # median of the adjacent pairs' ratios
+        "ratio_vs_reference_pairs": pairs,  # every alternation's ratio (the spread)
+        "three_pass_reference": {"seconds": t_three, "instances_per_s": count / t_three,
+                                 "ratio_vs_one_step": three_ratio, "ratio_pairs": pairs_three,
+                                 "max_relative_difference": three_difference},
         "ratio_of_median_times": t_reference / t_batched,
         "max_relative_difference_vs_reference": difference,
         "loop": {"instances": loop_n, "seconds": t_loop, "instances_per_s": loop_n / t_loop},
@@ -279,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         configs.append(rec)
         line = (f"d={d} m={m} B={count}: one_step {rec['closed_form']['instances_per_s']:.4g}/s "
                 f"({rec['closed_form']['bandwidth_fraction_of_copy']:.2f} of copy bandwidth), "
-                f"{rec['ratio_vs_reference']:.2f}x the reference, "
+                f"{rec['ratio_vs_reference']:.2f}x the reference "
+                f"({min(rec['ratio_vs_reference_pairs']):.2f}..{max(rec['ratio_vs_reference_pairs']):.2f}), "
+                f"{rec['three_pass_reference']['ratio_vs_one_step']:.2f}x the 3-pass reference, "
                 f"loop {rec['loop']['instances_per_s']:.4g}/s")
         if "monte_carlo" in rec:
             mc = rec["monte_carlo"]
@@ -292,9 +330,9 @@ def main(argv: list[str] | None = None) -> int:
               f"(+{row['rss_growth_bytes'] / 2**20:.0f} MiB over start)", flush=True)
 
     target_cfg = next((c for c in configs if (c["d"], c["m"]) == (GPU_TARGET["d"], GPU_TARGET["m"])), None)
-    compared = [c for c in configs if (c["d"], c["m"]) != (64, 16)]
     targets = {
-        "one_step_2x_reference_at_every_size": all(c["ratio_vs_reference"] >= 2 for c in compared),
+        # the smallest median ratio over every size (d = 64 included), not a pass/fail threshold
+        "one_step_vs_reference_smallest_ratio": min(c["ratio_vs_reference"] for c in configs),
         "closed_form_100x_faster_than_mc": all(c.get("speedup_vs_mc", math.inf) >= 100 for c in configs),
         "memory_within_budget_for_10x_seeds": memory[1]["rss_growth_bytes"] <= args.memory_budget
         and memory[1]["rss_peak_bytes"] <= 1.2 * memory[0]["rss_peak_bytes"],

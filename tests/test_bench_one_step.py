@@ -31,9 +31,10 @@ def test_one_step_equals_the_straightforward_reference(bench, d, m, count):
     inst = random_instances(count, d, m, seed=1)
     eta = analysis.grid_eta(d)
     fast = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
-    ref = bench.reference_one_step(inst.V, inst.theta0, inst.support, eta)
-    assert bench.max_relative_difference(fast, ref) < 1e-10
-    torch.testing.assert_close(fast.loss, ref.loss, atol=1e-12, rtol=0)
+    for reference in (bench.reference_one_step, bench.three_pass_reference_one_step):
+        ref = reference(inst.V, inst.theta0, inst.support, eta)
+        assert bench.max_relative_difference(fast, ref) < 1e-10
+        torch.testing.assert_close(fast.loss, ref.loss, atol=1e-12, rtol=0)
 
 
 def test_side_by_side_times_both_and_interleaves(bench):
@@ -41,6 +42,9 @@ def test_side_by_side_times_both_and_interleaves(bench):
     fast, slow, ratio = bench.side_by_side(lambda: calls.append("f"), lambda: calls.append("s"), torch.device("cpu"), 3)
     assert fast >= 0 and slow >= 0 and ratio > 0
     assert calls == ["f", "s"] * 4
+    pairs = []
+    bench.side_by_side(lambda: None, lambda: None, torch.device("cpu"), 5, pairs)
+    assert len(pairs) == 5 and all(r > 0 for r in pairs)
 
 
 def test_cuda_request_without_a_gpu_is_refused(bench, monkeypatch):

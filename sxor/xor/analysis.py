@@ -1,7 +1,8 @@
 """Leading-order predictions for one gradient step from the antisymmetric initialisation.
 
-This is the book's own derivation (the paper's constants are not available; chapters
-"The antisymmetric initialisation" and "One gradient step learns sparse XOR" prove every formula).
+This is the book's own derivation (the paper's constants are not available): chapters
+"The antisymmetric initialisation", "One step: step size and success" and "The smallest m and the
+failure modes" derive every formula to leading order (not as bounds) and check it numerically.
 Notation: scores ``s_i = <v_i, theta0>``, support ``(a, b) = (i*, j*)``, ``D = s_a - s_b``,
 ``rho = <v_a, v_b>`` and ``M(t) = E exp(t <v, theta0>)`` for ``v`` uniform on ``S^(m-1)``.
 At ``theta~ = -theta0`` the exact population gradient is, to leading order in ``1/d``,
@@ -355,9 +356,10 @@ def bootstrap_smallest_m(
     for the slope of its least-squares line in ``ln d``.
 
     ``curves[d] = (ms, successes, trials)`` per cell. Each resample redraws every cell's count as
-    ``Binomial(trials, successes / trials)`` independently (a parametric bootstrap: cells that
-    share instances across ``m`` are resampled as if independent, which widens the intervals) and
-    recomputes the smallest ``m`` and the slope. A resample whose curve never reaches ``target``
+    ``Binomial(trials, successes / trials)`` independently (a parametric bootstrap) and
+    recomputes the smallest ``m`` and the slope. Cells that share instances (across ``m`` in a
+    nested sweep) or seeds (across ``d``) are resampled as if independent: the bootstrap ignores
+    these correlations, so its intervals may be too narrow. A resample whose curve never reaches ``target``
     at some ``d`` is kept, with that ``d``'s value set to the largest grid ``m`` (censored), and
     counted in ``censored``; only ``d`` with a finite point estimate enter.
     """
