@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LIST = ROOT / "tools" / "mutations.json"
 #: What a temporary copy needs: the package, the unit tests, and the pytest configuration.
-COPY = ["sxor", "tests", "tools", "pyproject.toml"]
+COPY = ["sxor", "tests", "tools", "benchmarks", "pyproject.toml"]
 #: Unit-test files the runner leaves out (static checks of the notebooks, not of the package).
 #: Checks of the book, the site and the packaging, not unit tests of the core modules.
 IGNORE = ["tests/test_notebooks.py", "tests/test_site.py", "tests/test_package_data.py", "tests/test_portability.py"]
