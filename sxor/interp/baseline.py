@@ -1,13 +1,15 @@
-"""A ResNet that interpolates sequences by reading them as one long vector (chapter 14's baseline).
+r"""A ResNet that interpolates sequences by reading them as one long vector (chapter 14's baseline).
 
 This book's baseline, in the spirit of the ResNet / neural-ODE interpolation constructions of
-Ruiz-Balet & Zuazua (2023): flatten each input ``X_j [n, d]`` to ``z_j`` in ``R^(n d)`` (row by
-row) and move the ``N`` points one at a time with residual hat blocks
-``z -> z + W relu(U z + b)`` (width 3, the same hat as :mod:`sxor.interp.hats`), from
-``z_j`` to ``(vec Y'_j, 0)``, where ``Y'_j`` is ``Y_j`` padded to ``m = max_j m_j`` tokens by
-repeating its last token; the output is the first ``m d`` coordinates, read as ``m`` tokens (so
-its *set* is ``Y_j``, as for the transformer). It has ``N`` blocks of ``3 (2 n d + 1) + 1 = 6 n d + 4`` parameters: its size grows linearly with the input
-length ``n``, unlike the transformer's.
+Ruiz-Balet & Zuazua (2023): flatten each input ``X_j [n, d]`` to :math:`z_j \in \mathbb{R}^{nd}`
+(row by row) and move the :math:`N` points one at a time with residual hat blocks
+:math:`z \mapsto z + W \operatorname{relu}(U z + b)` (width 3, the same hat as
+:mod:`sxor.interp.hats`), from :math:`z_j` to :math:`(\operatorname{vec} Y'_j, 0)`, where
+:math:`Y'_j` is :math:`Y_j` padded to :math:`m = \max_j m_j` tokens by repeating its last token;
+the output is the first :math:`m d` coordinates, read as :math:`m` tokens (so its *set* is
+:math:`Y_j`, as for the transformer). It has :math:`N` blocks of
+:math:`3 (2 n d + 1) + 1 = 6 n d + 4` parameters: its size grows linearly with the input length
+:math:`n`, unlike the transformer's.
 """
 
 from __future__ import annotations
@@ -25,7 +27,19 @@ from .network import FFLayer
 
 @dataclass
 class ResNetInterpolator:
-    """``N`` residual hat blocks on ``R^(n d)``; ``__call__(X [n, d]) -> [m, d]``."""
+    r""":math:`N` residual hat blocks on :math:`\mathbb{R}^{nd}`; calling it maps ``X [n, d]`` to ``[m, d]``.
+
+    Parameters
+    ----------
+    blocks
+        The residual hat layers, one per input.
+    n
+        Input length.
+    m
+        Output length, :math:`\max_j m_j`.
+    d
+        Token dimension.
+    """
 
     blocks: list[FFLayer]
     n: int
@@ -48,10 +62,21 @@ class ResNetInterpolator:
 
 
 def resnet_interpolate(inputs: Sequence, targets: Sequence) -> ResNetInterpolator:
-    """Build the baseline for inputs of one length ``n`` (targets of any lengths ``m_j <= n``).
+    r"""Build the baseline for inputs of one length :math:`n` (targets of any lengths :math:`m_j \le n`).
 
-    Raises ``ValueError`` when input lengths differ or when a padded target equals a flattened
-    input of another sequence (the hat would move both)."""
+    Parameters
+    ----------
+    inputs
+        Input sequences ``[n, d]``, exact.
+    targets
+        Target sequences ``[m_j, d]``, exact.
+
+    Raises
+    ------
+    ValueError
+        when input lengths differ or when a padded target equals a flattened input of another
+        sequence (the hat would move both).
+    """
     X, Y = check_dataset(inputs, targets)
     n, d = X[0].shape[0], X[0].shape[1]
     m = max(y.shape[0] for y in Y)

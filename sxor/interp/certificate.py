@@ -16,9 +16,20 @@ from .softmax import feed_forward_enclosure, mean_attention_enclosure, softmax_a
 
 
 def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fraction, Fraction]:
-    """``Delta``: the smallest score gap ``s_{i i*} - max_{l != i*} s_il`` over all tokens of all
-    sequences at the collapse layer; ``spread = max_j (n_j - 1) D_j`` with ``D_j`` the largest
-    l1 distance between two tokens of sequence ``j`` (an upper bound on the l2 one)."""
+    r"""The score gap :math:`\Delta` and the spread of the collapse layer.
+
+    :math:`\Delta` is the smallest score gap :math:`s_{i i^*} - \max_{l \ne i^*} s_{il}` over all
+    tokens of all sequences at the collapse layer; :math:`\mathrm{spread} = \max_j (n_j - 1) D_j`
+    with :math:`D_j` the largest :math:`\ell^1` distance between two tokens of sequence :math:`j` (an
+    upper bound on the :math:`\ell^2` one).
+
+    Parameters
+    ----------
+    states
+        The sequences just before the collapse layer (exact).
+    collapse
+        The collapse attention layer.
+    """
     A = collapse.A
     gap: Fraction | None = None
     spread = Fraction(0)
@@ -35,11 +46,27 @@ def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fract
 
 
 def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence) -> list[Fraction]:
-    """Squared Hausdorff distances ``d_H(T(X_j), Y_j)^2``, exact Fractions. Hardmax: the exact
-    outputs. Softmax: the outputs with every temperature-dependent layer replaced by the midpoint
-    of its rigorous enclosure (see :class:`sxor.interp.network.SALayer`); the rigorous bound is
-    :func:`softmax_certificate`. Refuses datasets :func:`~sxor.interp.dataset.check_dataset` refuses and token
-    dimensions other than ``T.d``."""
+    r"""Squared Hausdorff distances :math:`d_H(T(X_j), Y_j)^2`, exact Fractions.
+
+    Hardmax: the exact outputs. Softmax: the outputs with every temperature-dependent layer replaced
+    by the midpoint of its rigorous enclosure (see :class:`sxor.interp.network.SALayer`); the
+    rigorous bound is :func:`~sxor.interp.certificate.softmax_certificate`.
+
+    Parameters
+    ----------
+    T
+        The network (an :class:`~sxor.interp.network.InterpolatingTransformer`).
+    inputs
+        Input sequences ``[n_j, d]``, exact.
+    targets
+        Target sequences ``[m_j, d]``, exact.
+
+    Raises
+    ------
+    ValueError
+        for datasets :func:`~sxor.interp.dataset.check_dataset` refuses and token dimensions other
+        than ``T.d``.
+    """
     if not isinstance(T, InterpolatingTransformer):
         raise TypeError(f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}")
     X, Y = check_dataset(inputs, targets)
@@ -47,10 +74,19 @@ def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets:
 
 
 def box_hausdorff_squared(lo: np.ndarray, hi: np.ndarray, Y: np.ndarray) -> Fraction:
-    """Upper bound on ``d_H(P, Y)^2`` for every ``P`` with ``p_i`` in the box ``[lo_i, hi_i]``:
-    ``d_H^2`` with ``|p_i - y|^2`` replaced by its maximum over the box,
-    ``sum_c max((lo_ic - y_c)^2, (hi_ic - y_c)^2)``. Exact; 0 iff every box is the single point
-    of a target and every target is such a point."""
+    r"""Upper bound on :math:`d_H(P, Y)^2` for every :math:`P` with :math:`p_i` in the box :math:`[\mathrm{lo}_i, \mathrm{hi}_i]`.
+
+    It is :math:`d_H^2` with :math:`\lVert p_i - y \rVert^2` replaced by its maximum over the box,
+    :math:`\sum_c \max((\mathrm{lo}_{ic} - y_c)^2, (\mathrm{hi}_{ic} - y_c)^2)`. Exact; 0 iff every
+    box is the single point of a target and every target is such a point.
+
+    Parameters
+    ----------
+    lo, hi
+        Corners of the boxes, ``[n, d]`` each (exact).
+    Y
+        Target tokens ``[m, d]`` (exact).
+    """
     far = [[sum((max((a - c) ** 2, (b - c) ** 2) for a, b, c in zip(lo[i], hi[i], y)), Fraction(0))
             for y in Y] for i in range(lo.shape[0])]
     forward = max(min(row) for row in far)
@@ -63,11 +99,24 @@ def _temperature_dependent(sa: SALayer) -> bool:
 
 
 def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Push per-sequence boxes ``(lo [n_j, d], hi [n_j, d])`` through ``blocks`` in exact interval
-    arithmetic: FFs by :func:`sxor.interp.softmax.feed_forward_enclosure`, attention layers with
-    ``A = 0`` by :func:`sxor.interp.softmax.mean_attention_enclosure`, identities unchanged.
-    The result contains the image of every point of the boxes. Refuses a temperature-dependent
-    attention layer (its image of a box is not computed here)."""
+    r"""Push per-sequence boxes through ``blocks`` in exact interval arithmetic.
+
+    FFs by :func:`sxor.interp.softmax.feed_forward_enclosure`, attention layers with :math:`A = 0` by
+    :func:`sxor.interp.softmax.mean_attention_enclosure`, identities unchanged. The result contains
+    the image of every point of the boxes.
+
+    Parameters
+    ----------
+    blocks
+        The blocks to apply, in order.
+    boxes
+        One ``(lo [n_j, d], hi [n_j, d])`` pair per sequence.
+
+    Raises
+    ------
+    ValueError
+        for a temperature-dependent attention layer (its image of a box is not computed here).
+    """
     for block in blocks:
         ff = block.ff
         boxes = [(lo, hi) if ff.is_identity else feed_forward_enclosure(lo, hi, ff.eta, ff.W, ff.U, ff.b)
@@ -81,43 +130,75 @@ def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]
 
 
 def enclosure_bits(radius: Fraction | None) -> int:
-    """Working precision of the certificate's softmax enclosure: ``ENCLOSURE_BITS``, plus
-    ``log2(1 / radius)`` when the radius is below 1, so that the enclosure's absolute error
-    (about ``e^{-2 bits}``, see :func:`sxor.interp.softmax.softmax_attention_enclosure`) stays far
-    below the radius however close the targets are."""
+    r"""Working precision of the certificate's softmax enclosure.
+
+    ``ENCLOSURE_BITS``, plus :math:`\log_2(1 / \mathrm{radius})` when the radius is below 1, so that
+    the enclosure's absolute error (about :math:`e^{-2\,\mathrm{bits}}`, see
+    :func:`sxor.interp.softmax.softmax_attention_enclosure`) stays far below the radius however close
+    the targets are.
+
+    Parameters
+    ----------
+    radius
+        The collapse error the later layers absorb.
+    """
     if radius is None or radius >= 1:
         return ENCLOSURE_BITS
     return ENCLOSURE_BITS + radius.denominator.bit_length() - radius.numerator.bit_length() + 1
 
 
 def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence, tau=None) -> dict:
-    """Rigorous check of a softmax network at temperature ``tau`` (default ``T.tau``).
+    r"""Rigorous check of a softmax network at temperature ``tau`` (default ``T.tau``).
 
     Runs the layers exactly up to the temperature-dependent attention layer (the collapse; every
-    earlier SA has ``A = 0`` or is the identity, so it is exact at every ``tau``), encloses its
-    output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`: exact
-    hardmax centre plus an outward-rounded enclosure of the deviation, at :func:`~sxor.interp.certificate.enclosure_bits`
-    bits, so the boxes stay tight for coordinates of any size and targets at any distance), and pushes the boxes through every later layer in exact interval arithmetic
-    (:func:`sxor.interp.softmax.feed_forward_enclosure`). Returns
+    earlier SA has :math:`A = 0` or is the identity, so it is exact at every :math:`\tau`), encloses
+    its output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`: exact
+    hardmax centre plus an outward-rounded enclosure of the deviation, at
+    :func:`~sxor.interp.certificate.enclosure_bits` bits, so the boxes stay tight for coordinates of
+    any size and targets at any distance), and pushes the boxes through every later layer in exact
+    interval arithmetic (:func:`sxor.interp.softmax.feed_forward_enclosure`). Every :math:`\tau > 0`
+    is supported: the enclosure clamps huge exponents, so the work does not grow as
+    :math:`\tau \to 0`.
 
-    * ``hausdorff_bound``: a rigorous rational upper bound on ``max_j d_H(T_tau(X_j), Y_j)``
-      (``Fraction(0)`` exactly when every output box is a single target point);
-    * ``exact``: ``hausdorff_bound == 0``. ``True`` *proves* exact interpolation at ``tau``;
-      ``False`` means only "not certified" (the boxes did not shrink to the targets), **not**
-      "not exact": the bound is an upper bound;
-    * ``deviation``: a rigorous upper bound on ``max_i |SA_tau(Z)_i - SA_0(Z)_i|_1`` at the collapse;
-    * ``bound``: ``epsilon(tau)`` as a float; ``radius``: the collapse error the later layers absorb;
-    * ``certified``: ``deviation <= radius`` (then the theorem's argument applies); ``False``
-      likewise means "not certified", not that the theorem fails;
-    * ``hausdorff``: ``d_H`` of the rational midpoint path, per sequence (floats);
-    * ``box_width``: the largest l1 width of an output box (exact). The true output lies in its
-      box, so when ``box_width`` is small the midpoint ``hausdorff`` is the true distance to
-      within ``box_width``: a tight box turns "not certified" into evidence of real inexactness.
+    Parameters
+    ----------
+    T
+        A softmax :class:`~sxor.interp.network.InterpolatingTransformer`.
+    inputs
+        Input sequences ``[n_j, d]``, exact.
+    targets
+        Target sequences ``[m_j, d]``, exact.
+    tau
+        Temperature, an int or Fraction :math:`> 0`; ``T.tau`` if ``None``.
 
-    Refuses a hardmax network, ``tau`` that is not an int or Fraction ``> 0`` (floats, NaN and
-    inf included), datasets :func:`~sxor.interp.dataset.check_dataset` refuses, and a network with two
-    temperature-dependent attention layers. Every ``tau > 0`` is supported: the enclosure clamps
-    huge exponents, so the work does not grow as ``tau -> 0``."""
+    Returns
+    -------
+    dict
+        * ``hausdorff_bound``: a rigorous rational upper bound on
+          :math:`\max_j d_H(T_\tau(X_j), Y_j)` (``Fraction(0)`` exactly when every output box is a
+          single target point);
+        * ``exact``: ``hausdorff_bound == 0``. ``True`` *proves* exact interpolation at
+          :math:`\tau`; ``False`` means only "not certified" (the boxes did not shrink to the
+          targets), **not** "not exact": the bound is an upper bound;
+        * ``deviation``: a rigorous upper bound on
+          :math:`\max_i \lVert \mathrm{SA}_\tau(Z)_i - \mathrm{SA}_0(Z)_i \rVert_1` at the collapse;
+        * ``bound``: :math:`\epsilon(\tau)` as a float; ``radius``: the collapse error the later
+          layers absorb;
+        * ``certified``: ``deviation <= radius`` (then the theorem's argument applies); ``False``
+          likewise means "not certified", not that the theorem fails;
+        * ``hausdorff``: :math:`d_H` of the rational midpoint path, per sequence (floats);
+        * ``box_width``: the largest :math:`\ell^1` width of an output box (exact). The true output
+          lies in its box, so when ``box_width`` is small the midpoint ``hausdorff`` is the true
+          distance to within ``box_width``: a tight box turns "not certified" into evidence of real
+          inexactness.
+
+    Raises
+    ------
+    ValueError
+        for a hardmax network, ``tau`` that is not an int or Fraction :math:`> 0` (floats, NaN and
+        inf included), datasets :func:`~sxor.interp.dataset.check_dataset` refuses, and a network
+        with two temperature-dependent attention layers.
+    """
     if not isinstance(T, InterpolatingTransformer):
         raise TypeError(f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}")
     if T.attention != "softmax":

@@ -1,14 +1,16 @@
-"""Repeated self-attention as a clustering dynamics (chapter "Self-attention as clustering").
+r"""Repeated self-attention as a clustering dynamics (chapter "Self-attention as clustering").
 
-Iterating one layer ``X <- SA(X)`` with ``rho + alpha = 1``, ``V = alpha I`` moves each token a
-fraction ``alpha`` of the way towards the average of the tokens it attends to,
-``x_i <- (1 - alpha) x_i + alpha sum_l pi_il x_l`` (the hardmax dynamics of
-Alcalde, Fantuzzi & Zuazua 2024 with ``alpha / (1 + alpha)`` renamed ``alpha``).
+Iterating one layer :math:`X \leftarrow \mathrm{SA}(X)` with :math:`\rho + \alpha = 1`,
+:math:`V = \alpha I` moves each token a fraction :math:`\alpha` of the way towards the average of
+the tokens it attends to,
+:math:`x_i \leftarrow (1 - \alpha) x_i + \alpha \sum_l \pi_{il} x_l` (the hardmax dynamics of
+Alcalde, Fantuzzi & Zuazua 2024 with :math:`\alpha / (1 + \alpha)` renamed :math:`\alpha`).
 
 It also holds the softmax-then-snap collapse of the chapter "Softmax collapse":
-:func:`snap_pipeline` (a rank-one softmax layer followed by two snap layers that make the
-two-cluster collapse exact) and :func:`snap_thresholds` (the temperatures below which it works:
-two proven bounds and the measured threshold).
+:func:`~sxor.interp.clustering.snap_pipeline` (a rank-one softmax layer followed by two snap
+layers that make the two-cluster collapse exact) and
+:func:`~sxor.interp.clustering.snap_thresholds` (the temperatures below which it works: two
+proven bounds and the measured threshold).
 """
 
 from __future__ import annotations
@@ -60,11 +62,29 @@ def _sequence(name: str, X: object) -> Array:
 
 
 def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar, steps: int) -> Array:
-    """States ``[steps + 1, n, d]`` of ``X, SA(X), SA(SA(X)), ...`` with fixed parameters.
+    r"""States ``[steps + 1, n, d]`` of :math:`X, \mathrm{SA}(X), \mathrm{SA}(\mathrm{SA}(X)), \dots` with fixed parameters.
 
-    Accepts what :func:`~sxor.interp.layers.self_attention` accepts, and ``steps`` an int
-    ``>= 0``; refuses a float (even ``2.0``), bool, nan, inf or negative ``steps``
-    (``TypeError``/``ValueError``), and whatever the layer refuses."""
+    Parameters
+    ----------
+    X
+        Tokens ``[n, d]`` (float or exact), as :func:`~sxor.interp.layers.self_attention` accepts.
+    A
+        Key-query matrix ``[d, d]``.
+    rho
+        Weight :math:`\rho` of the skip connection.
+    V
+        Value matrix ``[d, d]``.
+    tau
+        Temperature, ``>= 0`` (0 is hardmax).
+    steps
+        Number of layer applications, an int ``>= 0``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        for a float (even ``2.0``), bool, nan, inf or negative ``steps``, and whatever the layer
+        refuses.
+    """
     steps = _count("steps", steps)
     states = [X]
     for _ in range(steps):
@@ -77,12 +97,23 @@ def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar,
 
 
 def leaders(X: Array, A: Array) -> list[int]:
-    """Tokens that attend only to themselves under hardmax: ``C_i = {i}``, i.e. ``pi_ii = 1``.
+    r"""Tokens that attend only to themselves under hardmax: :math:`C_i = \{i\}`, i.e. :math:`\pi_{ii} = 1`.
 
-    With ``rho + alpha = 1``, ``V = alpha I`` and ``0 < alpha < 1`` a leader does not move and
-    stays a leader (chapter "Self-attention as clustering"). Accepts one sequence ``X [n, d]``
-    (float or exact) and ``A [d, d]``; refuses batches, nan/inf and shape mismatches
-    (``ValueError``)."""
+    With :math:`\rho + \alpha = 1`, :math:`V = \alpha I` and :math:`0 < \alpha < 1` a leader does not
+    move and stays a leader (chapter "Self-attention as clustering").
+
+    Parameters
+    ----------
+    X
+        One sequence ``[n, d]``, float or exact.
+    A
+        Key-query matrix ``[d, d]``.
+
+    Raises
+    ------
+    ValueError
+        for batches, nan/inf and shape mismatches.
+    """
     X = _sequence("X", X)
     if not is_exact(X) and not (isinstance(X, torch.Tensor) and X.is_floating_point()):
         X = np.asarray(X, dtype=np.float64)
@@ -91,12 +122,23 @@ def leaders(X: Array, A: Array) -> list[int]:
 
 
 def distinct_points(X: Array, tol: float = 0.0) -> Array:
-    """Representatives of the distinct tokens (rows) of ``X [n, d]``: exact equality for
-    Fractions; for floats, rows within max-norm ``tol`` of an earlier representative merge.
+    r"""Representatives of the distinct tokens (rows) of ``X [n, d]``, in order of first appearance.
 
-    Accepts one sequence (tensor, numpy or exact array, or a nested list) with finite real
-    entries and ``tol`` a real ``>= 0`` (``inf`` merges everything). Refuses nan/inf/complex
-    entries, batches, and a nan, negative or non-real ``tol`` (``ValueError``/``TypeError``)."""
+    Exact equality for Fractions; for floats, rows within max-norm ``tol`` of an earlier
+    representative merge.
+
+    Parameters
+    ----------
+    X
+        One sequence (tensor, numpy or exact array, or a nested list) with finite real entries.
+    tol
+        Merging distance in the max-norm, a real ``>= 0`` (``inf`` merges everything).
+
+    Raises
+    ------
+    ValueError, TypeError
+        for nan/inf/complex entries, batches, and a nan, negative or non-real ``tol``.
+    """
     X = _sequence("X", X)
     if isinstance(tol, bool) or not isinstance(tol, (numbers.Real, np.floating, np.integer)):
         raise TypeError(f"tol must be a real number >= 0, got {tol!r}")
@@ -115,12 +157,21 @@ def distinct_points(X: Array, tol: float = 0.0) -> Array:
 
 
 def convex_hull_2d(points: Array) -> list[int]:
-    """Indices of the vertices of the convex hull of 2-D points, counter-clockwise (Andrew's
-    monotone chain; collinear boundary points are not vertices). Exact for Fractions.
+    r"""Indices of the vertices of the convex hull of 2-D points, counter-clockwise.
 
-    Accepts ``points [n, 2]`` (tensor, numpy, exact array or nested list) with ``n >= 1`` finite
-    real entries; refuses nan, inf, complex or non-numeric entries and other shapes
-    (``ValueError``, naming the shape)."""
+    Andrew's monotone chain; collinear boundary points are not vertices. Exact for Fractions.
+
+    Parameters
+    ----------
+    points
+        Points ``[n, 2]`` (tensor, numpy, exact array or nested list), ``n >= 1``, finite real
+        entries.
+
+    Raises
+    ------
+    ValueError
+        naming the shape, for nan, inf, complex or non-numeric entries and other shapes.
+    """
     points = _sequence("points", points)
     if points.shape[1] != 2:
         raise ValueError(f"convex_hull_2d takes 2-D points [n, 2], got shape {tuple(points.shape)}")
@@ -146,12 +197,15 @@ def convex_hull_2d(points: Array) -> list[int]:
 
 @dataclass(frozen=True)
 class SnapPipeline:
-    """The collapse of chapter "Softmax collapse": ``layer`` (rank-one softmax attention
-    ``A = v v^T``, ``rho = 0``, ``V = I``), the slab half-width ``h = (s_+ - s_-) / 4``, the two
-    ``sides`` ``[(tokens with <v, x> > 0, s_+), (tokens with <v, x> < 0, s_-)]`` and the two
-    ``snaps`` (parameters of :func:`~sxor.interp.softmax.snap_layer`): centre ``s_+``, target
-    ``x_+``; then centre ``s_- + h`` (the first snap shifts the ``x_-`` cluster by ``+h`` along
-    ``v``), target ``x_-``; both with exit direction ``q = v / |v|^2``."""
+    r"""The collapse of chapter "Softmax collapse".
+
+    ``layer`` is the rank-one softmax attention (:math:`A = v v^\top`, :math:`\rho = 0`,
+    :math:`V = I`); ``h`` the slab half-width :math:`h = (s_+ - s_-) / 4`; ``sides`` the two lists
+    ``[(tokens with <v, x> > 0, s_+), (tokens with <v, x> < 0, s_-)]``; ``snaps`` the parameters of
+    the two :func:`~sxor.interp.softmax.snap_layer` calls: centre :math:`s_+`, target :math:`x_+`;
+    then centre :math:`s_- + h` (the first snap shifts the :math:`x_-` cluster by :math:`+h` along
+    :math:`v`), target :math:`x_-`; both with exit direction :math:`q = v / \lVert v \rVert^2`.
+    """
 
     layer: dict
     h: Fraction
@@ -160,12 +214,26 @@ class SnapPipeline:
 
 
 def snap_pipeline(X: Array, v: Array) -> SnapPipeline:
-    """The rank-one softmax layer and the two snap layers for tokens ``X [n, d]`` (Fractions)
-    and a direction ``v [d]`` (ints or Fractions) with distinct extreme projections
-    ``s_+ = max <v, x_l> > s_- = min <v, x_l>`` (e.g. from
-    :func:`~sxor.interp.lemmas.random_rank_one_instance`). Exact arithmetic throughout; floats
-    are refused (convert them with ``Fraction`` on purpose). Raises ``ValueError`` when ``X`` is
-    not ``[n, d]``, ``v`` not ``[d]``, or all projections are equal (no two extremes)."""
+    r"""The rank-one softmax layer and the two snap layers that collapse ``X`` onto two exact points.
+
+    The direction :math:`v` must have distinct extreme projections
+    :math:`s_+ = \max_l \langle v, x_l \rangle > s_- = \min_l \langle v, x_l \rangle` (e.g. from
+    :func:`~sxor.interp.lemmas.random_rank_one_instance`). Exact arithmetic throughout; floats are
+    refused (convert them with ``Fraction`` on purpose).
+
+    Parameters
+    ----------
+    X
+        Tokens ``[n, d]`` (Fractions or ints), ``n >= 2``.
+    v
+        Direction ``[d]`` (ints or Fractions).
+
+    Raises
+    ------
+    ValueError
+        when ``X`` is not ``[n, d]``, ``v`` not ``[d]``, or all projections are equal (no two
+        extremes).
+    """
     X, v = as_exact(X, "X"), as_exact(v, "v")
     if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
         raise ValueError(f"X must be a sequence [n, d] with n >= 2 tokens, got shape {X.shape}")
@@ -183,12 +251,21 @@ def snap_pipeline(X: Array, v: Array) -> SnapPipeline:
 
 
 def snap_thresholds(X: Array, v: Array, **grid) -> dict[str, float]:
-    """Temperatures below which :func:`snap_pipeline` collapses ``X`` onto two exact points:
+    r"""Temperatures below which :func:`~sxor.interp.clustering.snap_pipeline` collapses ``X`` onto two exact points.
+
     ``"gap"`` and ``"per-token"`` are the proven bounds of
     :func:`~sxor.interp.softmax.snap_temperature_bound` and ``"measured"`` the float64 threshold of
-    :func:`~sxor.interp.softmax.largest_snapping_temperature` (``grid`` is passed to it: ``tau_min``,
-    ``tau_max``, ``num``, ``refine``). Each is the smallest over the two sides. Arguments as in
-    :func:`snap_pipeline`."""
+    :func:`~sxor.interp.softmax.largest_snapping_temperature`. Each is the smallest over the two
+    sides.
+
+    Parameters
+    ----------
+    X, v
+        As in :func:`~sxor.interp.clustering.snap_pipeline`.
+    **grid
+        Passed to :func:`~sxor.interp.softmax.largest_snapping_temperature`: ``tau_min``,
+        ``tau_max``, ``num``, ``refine``.
+    """
     pipe = snap_pipeline(X, v)
     X, v = as_exact(X, "X"), as_exact(v, "v")
     args = (X, pipe.layer["A"], 0, pipe.layer["V"], v)

@@ -1,29 +1,35 @@
-"""This book's exact interpolation construction (Part II, chapters 13 and 14), phase by phase.
+r"""This book's exact interpolation construction (Part II, chapters 13 and 14), phase by phase.
 
-Given inputs ``X_1..X_N`` (``X_j [n_j, d]``) and targets ``Y_1..Y_N`` (``Y_j [m_j, d]``,
-``1 <= m_j <= n_j``), :func:`construct` returns a transformer ``T`` of blocks ``FF -> SA`` with
-``{T(X_j)_i} = {y^j_k}`` as sets, for every ``j``. Two routes:
+Given inputs :math:`X_1, \dots, X_N` (``X_j [n_j, d]``) and targets :math:`Y_1, \dots, Y_N`
+(``Y_j [m_j, d]``, :math:`1 \le m_j \le n_j`), :func:`~sxor.interp.construct.construct` returns a
+transformer :math:`T` of blocks FF then SA with :math:`\{T(X_j)_i\} = \{y^j_k\}` as sets, for
+every :math:`j`. Two routes:
 
-**Mean route** (every ``m_j = 1``): separation moves make the sequence means pairwise distinct
-(:func:`separation_phase`), one FF translates everything away from the targets and one SA with
-``A = 0, rho = 0, V = I`` sends every token to its sequence mean, exactly, at every temperature
-(:func:`mean_collapse_phase`); ``N`` hats move the means onto the targets. ``L <= 2N`` blocks.
+**Mean route** (every :math:`m_j = 1`): separation moves make the sequence means pairwise
+distinct (:func:`~sxor.interp.construct.separation_phase`), one FF translates everything away
+from the targets and one SA with :math:`A = 0, \rho = 0, V = I` sends every token to its sequence
+mean, exactly, at every temperature (:func:`~sxor.interp.construct.mean_collapse_phase`);
+:math:`N` hats move the means onto the targets. :math:`L \le 2N` blocks.
 
-**Leader route** (some ``m_j > 1``; ``d >= 2``), four phases:
+**Leader route** (some :math:`m_j > 1`; :math:`d \ge 2`), four phases:
 
-1. separation (``s <= N - 1`` blocks; none if the sequences are already disjoint): hat FFs make
-   the sequence means distinct, then ``A = 0, rho = 1, V = lam I`` maps ``x -> x + lam mean(X_j)``;
-2. leader selection (``sum m_j`` FFs, :func:`leader_phase`): a translation into ``[1, R]^d``;
-   one leader of sequence ``j`` to ``c_j 1``, ``m_j - 1`` tokens to parking spots on a circle;
-3. collapse (one SA ``A = I, rho = 0, V = I`` in the last leader block);
-4. interpolation: hardmax, ``sum m_j`` flat-top hats (:func:`hardmax_interpolation_phase`);
-   softmax, one non-residual FF that puts every token on the ``e_1`` axis and ``sum m_j``
-   snap-moves, each sending a whole cluster *exactly* onto its target
-   (:func:`softmax_interpolation_phase`).
+1. separation (:math:`s \le N - 1` blocks; none if the sequences are already disjoint): hat FFs
+   make the sequence means distinct, then :math:`A = 0, \rho = 1, V = \lambda I` maps
+   :math:`x \mapsto x + \lambda \operatorname{mean}(X_j)`;
+2. leader selection (:math:`\sum_j m_j` FFs, :func:`~sxor.interp.construct.leader_phase`): a
+   translation into :math:`[1, R]^d`; one leader of sequence :math:`j` to :math:`c_j \mathbf{1}`,
+   :math:`m_j - 1` tokens to parking spots on a circle;
+3. collapse (one SA :math:`A = I, \rho = 0, V = I` in the last leader block);
+4. interpolation: hardmax, :math:`\sum_j m_j` flat-top hats
+   (:func:`~sxor.interp.construct.hardmax_interpolation_phase`); softmax, one non-residual FF
+   that puts every token on the :math:`e_1` axis and :math:`\sum_j m_j` snap-moves, each sending
+   a whole cluster *exactly* onto its target
+   (:func:`~sxor.interp.construct.softmax_interpolation_phase`).
 
-Blocks: hardmax ``s + 2 sum m_j``; softmax ``s + 2 sum m_j + 1 <= 2 sum m_j + N``, against the
-paper's ``2 sum m_j + 3N``. FF width ``<= 4``. Everything is exact in :class:`fractions.Fraction`.
-Chapter 13 proves each phase; the certificate is in :mod:`sxor.interp.certificate`.
+Blocks: hardmax :math:`s + 2 \sum_j m_j`; softmax :math:`s + 2 \sum_j m_j + 1 \le 2 \sum_j m_j + N`,
+against the paper's :math:`2 \sum_j m_j + 3N`. FF width :math:`\le 4`. Everything is exact in
+:class:`fractions.Fraction`. Chapter 13 proves each phase; the certificate is in
+:mod:`sxor.interp.certificate`.
 """
 
 from __future__ import annotations
@@ -80,8 +86,10 @@ def _replace(states: list[np.ndarray], old: Token, new: Token) -> list[np.ndarra
 
 @dataclass(frozen=True)
 class Separation:
-    """Result of :func:`separation_phase`: the move FFs, the shift SA (or None), the new states,
-    and the next moment-curve parameter to try."""
+    r"""Result of :func:`~sxor.interp.construct.separation_phase`.
+
+    The move FFs, the shift SA (or None), the new states, and the next moment-curve parameter to try.
+    """
 
     moves: tuple[FFLayer, ...]
     shift: SALayer | None
@@ -90,11 +98,25 @@ class Separation:
 
 
 def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: int = 1) -> Separation:
-    """Phase 1 (Lemmas 13.3-13.4). Moves token values with hats until the sequence means are
-    pairwise distinct (at most ``N - 1`` moves); with ``shift=True`` it then adds the SA
-    ``x -> x + lam mean(X_j)`` that makes the token sets pairwise disjoint, and does nothing at
-    all when they already are. With ``shift=False`` (mean route) it always makes the means
-    distinct and adds no SA."""
+    r"""Phase 1 (Lemmas 13.3-13.4): hat moves until the sequence means are pairwise distinct.
+
+    At most :math:`N - 1` moves. With ``shift=True`` it then adds the SA
+    :math:`x \mapsto x + \lambda \operatorname{mean}(X_j)` that makes the token sets pairwise
+    disjoint, and does nothing at all when they already are. With ``shift=False`` (mean route) it
+    always makes the means distinct and adds no SA.
+
+    Parameters
+    ----------
+    states
+        The current input sequences, ``[n_j, d]`` each (exact).
+    d
+        Token dimension.
+    shift
+        Whether to add the disjoining SA (leader route) or not (mean route).
+    start
+        First moment-curve parameter :math:`t` tried by
+        :func:`~sxor.interp.hats.injective_direction`.
+    """
     if shift:
         owners: dict[Token, int] = {}
         overlap = any(owners.setdefault(tuple(row), j) != j for j, s in enumerate(states) for row in s)
@@ -146,10 +168,23 @@ def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: in
 
 
 def mean_collapse_phase(sep: Separation, Y: list[np.ndarray], d: int) -> tuple[list[Block], list[Token]]:
-    """Mean route (every ``m_j = 1``): the separation moves, the last one carrying a translation
-    ``t = c 1`` (``c = 1 + max|y|_inf + max|mean|_inf``, so no mean lands on a target), then the
-    SA ``A = 0, rho = 0, V = I``: every token of ``X_j`` goes to ``mean_j + t``, exactly, for
-    hardmax and for every softmax temperature. Returns the blocks and the collapsed points."""
+    r"""Mean route (every :math:`m_j = 1`): collapse every sequence onto its translated mean.
+
+    The separation moves, the last one carrying a translation :math:`t = c \mathbf{1}`
+    (:math:`c = 1 + \max \lVert y \rVert_\infty + \max \lVert \mathrm{mean} \rVert_\infty`, so no
+    mean lands on a target), then the SA :math:`A = 0, \rho = 0, V = I`: every token of :math:`X_j`
+    goes to :math:`\mathrm{mean}_j + t`, exactly, for hardmax and for every softmax temperature.
+    Returns the blocks and the collapsed points.
+
+    Parameters
+    ----------
+    sep
+        Result of :func:`~sxor.interp.construct.separation_phase` with ``shift=False``.
+    Y
+        The targets, ``[1, d]`` each.
+    d
+        Token dimension.
+    """
     means = [mean(s) for s in sep.states]
     c = 1 + max(abs(v) for y in Y for v in y.flat) + max(abs(v) for m in means for v in m)
     t = tuple(Fraction(c) for _ in range(d))
@@ -178,8 +213,11 @@ def _parking_spot(i: int, count: int, radius: Fraction, d: int) -> Token:
 
 @dataclass(frozen=True)
 class Leaders:
-    """Result of :func:`leader_phase`: the FFs, the destinations (leaders and parking spots, in
-    target order), the states just before the collapse, the box size ``R``, the parking radius."""
+    r"""Result of :func:`~sxor.interp.construct.leader_phase`.
+
+    The FFs, the destinations (leaders and parking spots, in target order), the states just before
+    the collapse, the box size :math:`R`, the parking radius.
+    """
 
     moves: tuple[FFLayer, ...]
     destinations: tuple[Token, ...]
@@ -190,10 +228,25 @@ class Leaders:
 
 
 def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: int = 1) -> Leaders:
-    """Phase 2: the first FF also translates every token into ``[1, R]^d``; token 0 of ``X_j``
-    goes to ``c_j 1`` with ``c_j = max(R, max|y|_inf) + j + 1``; tokens ``1..m_j-1`` go to
-    parking spots on the circle ``|q| = 1 + max(R, max|y|_1)`` in the negative quadrant of the
-    first two coordinates. ``sum m_j`` hat FFs."""
+    r"""Phase 2: leader selection, one hat FF per target.
+
+    The first FF also translates every token into :math:`[1, R]^d`; token 0 of :math:`X_j` goes to
+    :math:`c_j \mathbf{1}` with :math:`c_j = \max(R, \max \lVert y \rVert_\infty) + j + 1`; tokens
+    :math:`1, \dots, m_j - 1` go to parking spots on the circle
+    :math:`\lVert q \rVert = 1 + \max(R, \max \lVert y \rVert_1)` in the negative quadrant of the
+    first two coordinates. :math:`\sum_j m_j` hat FFs.
+
+    Parameters
+    ----------
+    states
+        The separated input sequences (exact).
+    Y
+        The targets, ``[m_j, d]`` each.
+    d
+        Token dimension, at least 2.
+    start
+        First moment-curve parameter tried by :func:`~sxor.interp.hats.injective_direction`.
+    """
     lows = [min(s[:, c].min() for s in states) for c in range(d)]
     translation = tuple(1 - lo for lo in lows)
     box = max(max(s[:, c].max() for s in states) + translation[c] for c in range(d))
@@ -227,8 +280,21 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
 
 def hardmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token], d: int, *, flat: bool,
                                 start: int = 1) -> list[FFLayer]:
-    """Phase 4 (hardmax): one hat per collapsed point, ``points[k] -> goals[k]`` (Lemma 13.2).
-    ``points`` are pairwise distinct and none is a goal."""
+    r"""Phase 4 (hardmax): one hat per collapsed point, ``points[k] -> goals[k]`` (Lemma 13.2).
+
+    Parameters
+    ----------
+    points
+        The collapsed points, pairwise distinct, none of them a goal.
+    goals
+        The target tokens, one per point.
+    d
+        Token dimension.
+    flat
+        Use flat-top (trapezoid) hats instead of triangles.
+    start
+        First moment-curve parameter tried by :func:`~sxor.interp.hats.injective_direction`.
+    """
     values, moves = set(points), []
     for p, goal in zip(points, goals):
         D = tuple(a - b for a, b in zip(goal, p))
@@ -241,11 +307,26 @@ def hardmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
 
 def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token], d: int,
                                 start: int = 1) -> tuple[FFLayer, list[FFLayer], Fraction]:
-    """Phase 4 (softmax, Theorem 13.B): the non-residual FF ``x -> relu(<v, x> - c) e_1`` puts the
-    clusters on the ``e_1`` axis at ``t_k >= 1 + max|y|_inf`` (so no point of the axis is a goal),
-    then one snap-move per cluster sends the segment ``t_k e_1 +- gap_k/4`` exactly to its goal.
-    Returns the projection, the snap-moves and the radius ``min(1 + max|y|_inf, min_k gap_k / 4) / |v|_inf``:
-    the l1 collapse error every cluster may have (Theorem 13.B)."""
+    r"""Phase 4 (softmax, Theorem 13.B): project onto the :math:`e_1` axis, then one snap-move per cluster.
+
+    The non-residual FF :math:`x \mapsto \operatorname{relu}(\langle v, x \rangle - c)\, e_1` puts the
+    clusters on the :math:`e_1` axis at :math:`t_k \ge 1 + \max \lVert y \rVert_\infty` (so no point
+    of the axis is a goal), then one snap-move per cluster sends the segment
+    :math:`t_k e_1 \pm \mathrm{gap}_k/4` exactly to its goal. Returns the projection, the snap-moves
+    and the radius :math:`\min(1 + \max \lVert y \rVert_\infty, \min_k \mathrm{gap}_k / 4) / \lVert v \rVert_\infty`:
+    the :math:`\ell^1` collapse error every cluster may have (Theorem 13.B).
+
+    Parameters
+    ----------
+    points
+        The collapsed points (cluster centres), pairwise distinct.
+    goals
+        The target tokens, one per point.
+    d
+        Token dimension.
+    start
+        First moment-curve parameter tried by :func:`~sxor.interp.hats.injective_direction`.
+    """
     ybig = max(abs(v) for g in goals for v in g)
     projection, v, c = line_projection(set(points), d, 1 + ybig, role="project onto the e_1 axis", start=start)
     line = [tuple([sum((a * b for a, b in zip(v, p)), Fraction(0)) - c] + [Fraction(0)] * (d - 1)) for p in points]
@@ -264,11 +345,27 @@ COLLAPSES = ("identity", "rank-one")
 
 
 def collapse_layer(d: int, kind: str = "identity") -> SALayer:
-    """Phase 3's attention layer, ``rho = 0``, ``V = I``: ``A = I`` (``kind="identity"``, Lemma 13.5)
-    or the rank-one ``A = 1 1^T`` (``kind="rank-one"``, Lemma A of chapter 11: every token with
-    ``<1, x> > 0`` goes to the token of largest ``<1, x>``, the leader, and a token with
-    ``<1, x> < 0`` to the one of smallest, which keeps one parked token per sequence, so it needs
-    every ``m_j <= 2``). Refuses another ``kind``."""
+    r"""Phase 3's attention layer, :math:`\rho = 0`, :math:`V = I`.
+
+    ``kind="identity"``: :math:`A = I` (Lemma 13.5). ``kind="rank-one"``:
+    :math:`A = \mathbf{1}\mathbf{1}^\top` (Lemma A of chapter 11: every token with
+    :math:`\langle \mathbf{1}, x \rangle > 0` goes to the token of largest
+    :math:`\langle \mathbf{1}, x \rangle`, the leader, and a token with
+    :math:`\langle \mathbf{1}, x \rangle < 0` to the one of smallest, which keeps one parked token
+    per sequence, so it needs every :math:`m_j \le 2`).
+
+    Parameters
+    ----------
+    d
+        Token dimension.
+    kind
+        ``"identity"`` or ``"rank-one"``.
+
+    Raises
+    ------
+    ValueError
+        for another ``kind``.
+    """
     if kind == "identity":
         return SALayer(Fraction(0), Fraction(1), zeros(d), zeros(d), Fraction(1), "collapse onto leaders (A = I)")
     if kind == "rank-one":
@@ -279,23 +376,36 @@ def collapse_layer(d: int, kind: str = "identity") -> SALayer:
 
 def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", tau=None, *,
               collapse: str = "identity") -> InterpolatingTransformer:
-    """Build a transformer that interpolates ``inputs[j] -> targets[j]`` exactly (as sets).
+    r"""Build a transformer that interpolates ``inputs[j] -> targets[j]`` exactly (as sets).
 
-    ``inputs[j] [n_j, d]``, ``targets[j] [m_j, d]``: exact entries (int, Fraction; floats are
-    refused, convert them with :func:`sxor.interp.exact.from_floats`), hypotheses checked by
-    :func:`check_dataset` (repeated input sets with equal targets are allowed). ``attention``:
+    Parameters
+    ----------
+    inputs
+        Input sequences ``[n_j, d]`` with exact entries (int, Fraction; floats are refused, convert
+        them with :func:`sxor.interp.exact.from_floats`); hypotheses checked by
+        :func:`~sxor.interp.dataset.check_dataset` (repeated input sets with equal targets are
+        allowed).
+    targets
+        Target sequences ``[m_j, d]``, exact entries.
+    attention
+        ``"hardmax"`` (``tau`` must be None or 0): :math:`T(X_j) = Y_j` exactly; or ``"softmax"``:
+        :math:`T(X_j) = Y_j` exactly for every :math:`0 < \tau < \tau_\mathrm{max}` (``T.tau_max``,
+        ``inf`` on the mean route).
+    tau
+        Temperature stored in a softmax ``T`` (int or Fraction; default a rational near
+        :math:`\tau_\mathrm{max}/2`, or 1; see :func:`~sxor.interp.construct.default_temperature`).
+    collapse
+        Phase 3's attention (:func:`~sxor.interp.construct.collapse_layer`): ``"identity"``
+        (:math:`A = I`, any :math:`m_j`) or ``"rank-one"`` (:math:`A = \mathbf{1}\mathbf{1}^\top`,
+        every :math:`m_j \le 2`); same block count.
 
-    * ``"hardmax"`` (``tau`` must be None or 0): ``T(X_j) = Y_j`` exactly;
-    * ``"softmax"``: ``T(X_j) = Y_j`` exactly for every ``0 < tau < T.tau_max`` (``inf`` on the
-      mean route); ``tau`` (int or Fraction, default a rational near ``tau_max / 2``, or 1) is
-      the temperature stored in ``T``.
-
-    ``collapse`` chooses phase 3's attention (:func:`collapse_layer`): ``"identity"`` (``A = I``,
-    any ``m_j``) or ``"rank-one"`` (``A = 1 1^T``, every ``m_j <= 2``); same block count.
-
-    Refuses an unknown ``attention`` or ``collapse``, ``"rank-one"`` with some ``m_j > 2``,
-    ``tau != 0`` for hardmax, ``tau <= 0``, NaN, inf or a float ``tau`` for softmax, and every
-    dataset :func:`check_dataset` refuses."""
+    Raises
+    ------
+    ValueError
+        for an unknown ``attention`` or ``collapse``, ``"rank-one"`` with some :math:`m_j > 2`,
+        ``tau != 0`` for hardmax, ``tau <= 0``, NaN, inf or a float ``tau`` for softmax, and every
+        dataset :func:`~sxor.interp.dataset.check_dataset` refuses.
+    """
     if attention not in ATTENTIONS:
         raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
     if attention == "hardmax" and not (tau is None or (not isinstance(tau, bool) and tau == 0)):
@@ -350,10 +460,19 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
 
 
 def default_temperature(tau_max: mpmath.mpf) -> Fraction:
-    """The temperature :func:`construct` stores when none is given: 1 when ``tau_max`` is
-    infinite, else a rational near ``tau_max / 2`` (denominator ``<= 10^6`` when that stays in
-    ``(0, tau_max)``, the exact binary value of ``tau_max / 2`` otherwise). Works in ``mpmath``,
-    so a ``tau_max`` far outside the float range (coordinates ~1e200 give scores ~1e400) is fine."""
+    r"""The temperature :func:`~sxor.interp.construct.construct` stores when none is given.
+
+    1 when :math:`\tau_\mathrm{max}` is infinite, else a rational near :math:`\tau_\mathrm{max} / 2`
+    (denominator :math:`\le 10^6` when that stays in :math:`(0, \tau_\mathrm{max})`, the exact binary
+    value of :math:`\tau_\mathrm{max} / 2` otherwise). Works in ``mpmath``, so a
+    :math:`\tau_\mathrm{max}` far outside the float range (coordinates :math:`\sim 10^{200}` give
+    scores :math:`\sim 10^{400}`) is fine.
+
+    Parameters
+    ----------
+    tau_max
+        The network's largest admissible temperature, an ``mpmath.mpf``.
+    """
     if not mpmath.isfinite(tau_max):
         return Fraction(1)
     half = tau_max / 2
@@ -364,8 +483,17 @@ def default_temperature(tau_max: mpmath.mpf) -> Fraction:
 
 
 def block_bound(m: Sequence[int], attention: str = "hardmax") -> int:
-    """The paper's block counts as reported in summaries of the paper (not checked against its
-    text): ``2 sum m_j + 2N + 1`` (hardmax), ``2 sum m_j + 3N`` (softmax)."""
+    r"""The paper's block counts as reported in summaries of the paper (not checked against its text).
+
+    :math:`2 \sum_j m_j + 2N + 1` (hardmax), :math:`2 \sum_j m_j + 3N` (softmax).
+
+    Parameters
+    ----------
+    m
+        Target lengths :math:`m_j`.
+    attention
+        ``"hardmax"`` or ``"softmax"``.
+    """
     if attention not in ATTENTIONS:
         raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
     N = len(m)
@@ -373,10 +501,22 @@ def block_bound(m: Sequence[int], attention: str = "hardmax") -> int:
 
 
 def parameter_bound(m: Sequence[int], d: int, attention: str = "hardmax") -> int:
-    """This construction's parameter bound: ``(2 sum m_j + N - 1)(10 d + 8)`` for hardmax (at most
-    ``(30 d + 24) sum m_j``) and ``(2 sum m_j + N)(10 d + 8)`` for softmax (one block more, the
-    projection). Every block costs at most ``10 d + 8`` stored numbers: an FF of width ``<= 4``,
-    ``4 (2d + 1) + 1``, and an SA, ``2d + 3``."""
+    r"""This construction's parameter bound.
+
+    :math:`(2 \sum_j m_j + N - 1)(10 d + 8)` for hardmax (at most :math:`(30 d + 24) \sum_j m_j`)
+    and :math:`(2 \sum_j m_j + N)(10 d + 8)` for softmax (one block more, the projection). Every
+    block costs at most :math:`10 d + 8` stored numbers: an FF of width :math:`\le 4`,
+    :math:`4 (2d + 1) + 1`, and an SA, :math:`2d + 3`.
+
+    Parameters
+    ----------
+    m
+        Target lengths :math:`m_j`.
+    d
+        Token dimension.
+    attention
+        ``"hardmax"`` or ``"softmax"``.
+    """
     if attention not in ATTENTIONS:
         raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
     return (2 * sum(m) + len(m) - (1 if attention == "hardmax" else 0)) * (10 * d + 8)

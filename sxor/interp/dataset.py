@@ -13,21 +13,34 @@ from .exact import Token, exact_tokens, fmt
 
 
 def check_dataset(inputs: Sequence, targets: Sequence) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Validate a dataset and return it as object arrays of Fractions (exact entries only: int,
-    Fraction, numpy integers, rational strings; floats are refused, see :mod:`sxor.interp.exact`).
+    r"""Validate a dataset and return it as object arrays of Fractions.
 
-    Accepts what :func:`sxor.interp.construct.construct` can interpolate:
+    Exact entries only: int, Fraction, numpy integers, rational strings; floats are refused, see
+    :mod:`sxor.interp.exact`. Accepts what :func:`sxor.interp.construct.construct` can interpolate:
 
-    * ``N >= 1`` pairs, one token dimension ``d >= 1`` everywhere, ``1 <= m_j <= n_j``;
+    * :math:`N \ge 1` pairs, one token dimension :math:`d \ge 1` everywhere,
+      :math:`1 \le m_j \le n_j`;
     * pairwise distinct tokens within every input and every target sequence;
-    * ``d >= 2``, or ``d = 1`` when every ``m_j = 1`` (the mean route needs no second coordinate);
-    * input sequences pairwise distinct *as sets*, except that two inputs with the same tokens
-      may appear when their targets are the same set too (a permutation-equivariant network
-      gives them the same output set, so the pair is redundant, not contradictory).
+    * :math:`d \ge 2`, or :math:`d = 1` when every :math:`m_j = 1` (the mean route needs no second
+      coordinate);
+    * input sequences pairwise distinct *as sets*, except that two inputs with the same tokens may
+      appear when their targets are the same set too (a permutation-equivariant network gives them
+      the same output set, so the pair is redundant, not contradictory).
 
-    Raises ``ValueError`` naming the sequence and the tokens otherwise (in particular: two equal
-    input sets with different targets, repeated tokens, ``m_j > n_j``, empty sequences, mixed
-    dimensions, ``d = 1`` with some ``m_j > 1``)."""
+    Parameters
+    ----------
+    inputs
+        List of :math:`N` input sequences :math:`X_j`, each ``[n_j, d]``.
+    targets
+        List of :math:`N` target sequences :math:`Y_j`, each ``[m_j, d]``.
+
+    Raises
+    ------
+    ValueError
+        naming the sequence and the tokens otherwise (in particular: two equal input sets with
+        different targets, repeated tokens, :math:`m_j > n_j`, empty sequences, mixed dimensions,
+        :math:`d = 1` with some :math:`m_j > 1`).
+    """
     if isinstance(inputs, np.ndarray) or isinstance(targets, np.ndarray):
         raise ValueError("inputs and targets must be lists of [n_j, d] arrays (one per sequence), not one array")
     for name, value in (("inputs", inputs), ("targets", targets)):
@@ -85,7 +98,13 @@ def check_dataset(inputs: Sequence, targets: Sequence) -> tuple[list[np.ndarray]
 
 
 def distinct_indices(X: Sequence[np.ndarray]) -> list[int]:
-    """Indices of the first input of each distinct token set (the others repeat one of them)."""
+    r"""Indices of the first input of each distinct token set (the others repeat one of them).
+
+    Parameters
+    ----------
+    X
+        List of input sequences.
+    """
     seen: set[frozenset] = set()
     out = []
     for j, x in enumerate(X):
@@ -106,17 +125,38 @@ def _positive_int(name: str, value: object) -> int:
 
 def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4, overlap: bool = True
                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """A random admissible dataset of Fractions: ``N`` inputs ``[n_j, d]`` and targets ``[m_j, d]``.
+    r"""A random admissible dataset of Fractions: ``N`` inputs ``[n_j, d]`` and targets ``[m_j, d]``.
 
-    ``n``, ``m``: an int (the same for every sequence) or a list of ``N`` ints. Coordinates are
-    multiples of ``1/denominator`` in ``[-4, 4]`` (a grid of ``(8 denominator + 1)^d`` points).
-    ``overlap=True`` draws every input from one shared pool of ``max n_j + 2`` tokens (more if
-    needed for ``N`` distinct subsets), so the inputs share many tokens (separation is needed);
-    ``overlap=False`` draws each input independently. Seeded by ``seed`` only.
+    Coordinates are multiples of ``1/denominator`` in :math:`[-4, 4]` (a grid of
+    :math:`(8\,\mathrm{denominator} + 1)^d` points). Seeded by ``seed`` only.
 
-    Refuses ``N < 1``, ``d < 1``, ``denominator < 1``, non-int sizes, ``m_j > n_j``, ``d = 1``
-    with some ``m_j > 1`` (see :func:`check_dataset`) and any request the grid cannot hold (more
-    distinct tokens than grid points, or fewer distinct subsets of the pool than ``N``)."""
+    Parameters
+    ----------
+    N
+        Number of input-target pairs, at least 1.
+    n
+        Input lengths: an int (the same for every sequence) or a list of ``N`` ints.
+    m
+        Target lengths: an int or a list of ``N`` ints, with :math:`m_j \le n_j`.
+    d
+        Token dimension, at least 1.
+    seed
+        Seed of the random generator.
+    denominator
+        Grid spacing is ``1/denominator``, at least 1.
+    overlap
+        ``True`` draws every input from one shared pool of :math:`\max_j n_j + 2` tokens (more if
+        needed for ``N`` distinct subsets), so the inputs share many tokens (separation is needed);
+        ``False`` draws each input independently.
+
+    Raises
+    ------
+    ValueError
+        for ``N < 1``, ``d < 1``, ``denominator < 1``, non-int sizes, :math:`m_j > n_j`,
+        :math:`d = 1` with some :math:`m_j > 1` (see :func:`~sxor.interp.dataset.check_dataset`) and
+        any request the grid cannot hold (more distinct tokens than grid points, or fewer distinct
+        subsets of the pool than ``N``).
+    """
     N, d, denominator = _positive_int("N", N), _positive_int("d", d), _positive_int("denominator", denominator)
     def lengths(name: str, value: object) -> list:
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -170,13 +210,28 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
 
 
 def equal_means_dataset(N: int, d: int = 2, m: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """An adversarial family for the separation phase: ``X_j = {0, a_j, -a_j}`` with
-    ``a_j = (j + 1, 1, 0, ..., 0)`` (``a_j = j + 1`` when ``d = 1``), so every input has mean 0 and
-    all of them share the token 0, and targets ``Y_j = {(j, 5 + i, 0, ...) : i < m}``.
+    r"""An adversarial family for the separation phase, in which every input has mean 0.
 
-    Every token other than 0 belongs to one sequence, so a move changes one mean at a time and
-    separation needs exactly ``N - 1`` moves (chapter 14). Refuses ``N < 1``, ``d < 1``,
-    ``m`` outside ``1..3`` and ``d = 1`` with ``m > 1``."""
+    :math:`X_j = \{0, a_j, -a_j\}` with :math:`a_j = (j + 1, 1, 0, \dots, 0)` (:math:`a_j = j + 1`
+    when :math:`d = 1`), so every input has mean 0 and all of them share the token 0, and targets
+    :math:`Y_j = \{(j, 5 + i, 0, \dots) : i < m\}`. Every token other than 0 belongs to one
+    sequence, so a move changes one mean at a time and separation needs exactly :math:`N - 1` moves
+    (chapter 14).
+
+    Parameters
+    ----------
+    N
+        Number of pairs, at least 1.
+    d
+        Token dimension, at least 1.
+    m
+        Target length, in ``1..3`` (1 when ``d = 1``).
+
+    Raises
+    ------
+    ValueError
+        for ``N < 1``, ``d < 1``, ``m`` outside ``1..3`` and ``d = 1`` with ``m > 1``.
+    """
     N, d, m = _positive_int("N", N), _positive_int("d", d), _positive_int("m", m)
     if m > 3:
         raise ValueError(f"each input has 3 tokens, so m must be <= 3, got {m}")

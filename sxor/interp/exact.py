@@ -1,15 +1,16 @@
-"""Exact rational arithmetic for Part II: one home for conversion, dot products, means, projections.
+r"""Exact rational arithmetic for Part II: one home for conversion, dot products, means, projections.
 
 **One float policy.** Every exact computation of Part II works on numpy ``dtype=object`` arrays of
-:class:`fractions.Fraction`. A float is never converted silently: :func:`as_exact` (and every
-function that calls it, i.e. the exact path of :mod:`sxor.interp.layers`, the lemmas, the
-construction and the certificates) raises ``ValueError`` on a float, a complex number, NaN or
-infinity. A float is a dyadic rational, so it *can* be converted exactly, but only on purpose:
-:func:`from_floats` does that (and refuses NaN and infinity).
+:class:`fractions.Fraction`. A float is never converted silently:
+:func:`~sxor.interp.exact.as_exact` (and every function that calls it, i.e. the exact path of
+:mod:`sxor.interp.layers`, the lemmas, the construction and the certificates) raises
+``ValueError`` on a float, a complex number, NaN or infinity. A float is a dyadic rational, so it
+*can* be converted exactly, but only on purpose: :func:`~sxor.interp.exact.from_floats` does that
+(and refuses NaN and infinity).
 
-Accepted entries: ``int`` (not ``bool``), numpy integers, :class:`Fraction` (any
-:class:`numbers.Rational`), and strings that :class:`Fraction` parses (``"1/3"``). Tokens are the
-rows of an ``[n, d]`` array; a token as a hashable value is a tuple of Fractions (:data:`Token`).
+Accepted entries: ``int`` (not ``bool``), numpy integers, :class:`~fractions.Fraction` (any
+:class:`numbers.Rational`), and strings that ``Fraction`` parses (``"1/3"``). Tokens are the
+rows of an ``[n, d]`` array; a token as a hashable value is a tuple of Fractions (``Token``).
 """
 
 from __future__ import annotations
@@ -27,13 +28,31 @@ Token = tuple
 
 
 def is_exact(X: object) -> bool:
-    """True when ``X`` selects the exact path (a numpy array of ``dtype=object``)."""
+    r"""True when ``X`` selects the exact path (a numpy array of ``dtype=object``).
+
+    Parameters
+    ----------
+    X
+        Any object.
+    """
     return isinstance(X, np.ndarray) and X.dtype == object
 
 
 def exact_scalar(name: str, value: object) -> Fraction:
-    """``value`` as a Fraction. Accepts int, numpy integer, Fraction, a string such as ``"1/3"``;
-    refuses bool, float, complex and anything else with a ``ValueError`` naming ``name``."""
+    r"""``value`` as a Fraction.
+
+    Parameters
+    ----------
+    name
+        Name of the argument, used in the error message.
+    value
+        An int, numpy integer, Fraction, or a string such as ``"1/3"``.
+
+    Raises
+    ------
+    ValueError
+        naming ``name``, for bool, float, complex and anything else.
+    """
     if isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be an int or Fraction on the exact path, got a bool")
     if isinstance(value, (numbers.Rational, np.integer)):
@@ -50,9 +69,21 @@ def exact_scalar(name: str, value: object) -> Fraction:
 
 
 def as_exact(a: object, name: str = "array") -> np.ndarray:
-    """Convert ``a`` (nested lists, integer/object arrays, integer tensors; int/Fraction/str
-    entries) to an object array of :class:`Fraction` of the same shape. Floats, float tensors,
-    complex and bool entries raise ``ValueError`` (no silent rounding; see :func:`from_floats`)."""
+    r"""Convert ``a`` to an object array of :class:`~fractions.Fraction` of the same shape.
+
+    Parameters
+    ----------
+    a
+        Nested lists, integer/object arrays or integer tensors, with int/Fraction/str entries.
+    name
+        Name of the argument, used in error messages.
+
+    Raises
+    ------
+    ValueError
+        for floats, float tensors, complex and bool entries (no silent rounding; see
+        :func:`~sxor.interp.exact.from_floats`).
+    """
     if isinstance(a, torch.Tensor):
         if a.is_floating_point() or a.is_complex():
             raise ValueError(f"{name} is a float tensor; the exact path accepts only int and Fraction")
@@ -67,9 +98,23 @@ def as_exact(a: object, name: str = "array") -> np.ndarray:
 
 
 def from_floats(a: object, name: str = "array") -> np.ndarray:
-    """Convert ``a`` to Fractions *on purpose*, floats included: every finite float is a dyadic
-    rational and is converted exactly (``0.1`` becomes ``3602879701896397/36028797018963968``).
-    Refuses NaN, infinity, complex numbers and bools with a ``ValueError``."""
+    r"""Convert ``a`` to Fractions *on purpose*, floats included.
+
+    Every finite float is a dyadic rational and is converted exactly (``0.1`` becomes
+    ``3602879701896397/36028797018963968``).
+
+    Parameters
+    ----------
+    a
+        Nested lists, arrays or tensors of real numbers.
+    name
+        Name of the argument, used in error messages.
+
+    Raises
+    ------
+    ValueError
+        for NaN, infinity, complex numbers and bools.
+    """
     if isinstance(a, torch.Tensor):
         if a.is_complex():
             raise ValueError(f"{name} is a complex tensor")
@@ -100,7 +145,15 @@ def fractions(a: np.ndarray) -> np.ndarray:
 
 
 def exact_tokens(a: object, name: str = "X") -> np.ndarray:
-    """:func:`as_exact` of a sequence of tokens, which must be 2-D ``[n, d]``."""
+    r""":func:`~sxor.interp.exact.as_exact` of a sequence of tokens, which must be 2-D ``[n, d]``.
+
+    Parameters
+    ----------
+    a
+        The tokens, rows of an ``[n, d]`` array.
+    name
+        Name of the argument, used in error messages.
+    """
     out = as_exact(a, name)
     if out.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array [tokens, d], got shape {out.shape}")
@@ -123,12 +176,21 @@ def identity(d: int) -> np.ndarray:
 
 
 def dot(u: Iterable, x: Iterable) -> Fraction:
-    """Exact ``<u, x>`` of two sequences of rationals of one length."""
+    r"""Exact :math:`\langle u, x \rangle` of two sequences of rationals of one length.
+    """
     return sum((a * b for a, b in zip(u, x, strict=True)), Fraction(0))
 
 
 def mean(X: np.ndarray, rows: Sequence[int] | None = None) -> Token:
-    """Exact mean of the rows ``rows`` (default: all) of ``X [n, d]``, as a :data:`Token`."""
+    r"""Exact mean of the rows ``rows`` (default: all) of ``X [n, d]``, as a ``Token``.
+
+    Parameters
+    ----------
+    X
+        Tokens ``[n, d]`` (exact).
+    rows
+        Indices of the rows to average; all rows if ``None``.
+    """
     rows = range(X.shape[0]) if rows is None else rows
     if len(rows) == 0:
         raise ValueError("the mean of no tokens is undefined")
@@ -136,19 +198,30 @@ def mean(X: np.ndarray, rows: Sequence[int] | None = None) -> Token:
 
 
 def projections(X: np.ndarray, v: Sequence) -> list[Fraction]:
-    """Exact projections ``<v, x_i>`` of the rows of ``X [n, d]`` on ``v [d]``."""
+    r"""Exact projections :math:`\langle v, x_i \rangle` of the rows of ``X [n, d]`` on ``v [d]``.
+    """
     return [dot(v, row) for row in X]
 
 
 def l1(x: Iterable) -> Fraction:
-    """Exact l1 norm ``sum |x_c|``."""
+    r"""Exact :math:`\ell^1` norm :math:`\sum_c |x_c|`.
+    """
     return sum((abs(c) for c in x), Fraction(0))
 
 
 def sqrt_upper(x: Fraction, bits: int = 64) -> Fraction:
-    """A rational upper bound on ``sqrt(x)`` for a rational ``x >= 0``, within ``2^-bits``
-    relative of the true value; exactly ``Fraction(0)`` for ``x = 0``, exact for squares of
-    dyadic rationals of fewer than ``bits`` fractional bits."""
+    r"""A rational upper bound on :math:`\sqrt{x}` for a rational :math:`x \ge 0`.
+
+    Within :math:`2^{-\mathrm{bits}}` relative of the true value; exactly ``Fraction(0)`` for
+    :math:`x = 0`, exact for squares of dyadic rationals of fewer than ``bits`` fractional bits.
+
+    Parameters
+    ----------
+    x
+        A rational :math:`\ge 0`.
+    bits
+        Relative accuracy, in bits.
+    """
     x = Fraction(x)
     if x < 0:
         raise ValueError(f"sqrt_upper needs x >= 0, got {x}")

@@ -1,17 +1,21 @@
-"""Feed-forward layers of chapter 13 that move one point: hats, snap-moves, and the line projection.
+r"""Feed-forward layers of chapter 13 that move one point: hats, snap-moves, and the line projection.
 
 All parameters are exact Fractions. ``values`` is always the finite set of token values present
-(as :data:`sxor.interp.exact.Token` tuples); a layer is designed so that it acts on one value and
+(as ``sxor.interp.exact.Token`` tuples); a layer is designed so that it acts on one value and
 fixes every other one.
 
-* :func:`injective_direction`: ``v = (1, t, ..., t^(d-1))`` injective on the values (Lemma 13.1).
-* :func:`hat_move`: residual ``x -> x + h(<v, x>) D``, ``h`` a triangle (width 3) or trapezoid
+* :func:`~sxor.interp.hats.injective_direction`: :math:`v = (1, t, \dots, t^{d-1})` injective on
+  the values (Lemma 13.1).
+* :func:`~sxor.interp.hats.hat_move`: residual
+  :math:`x \mapsto x + h(\langle v, x \rangle) D`, :math:`h` a triangle (width 3) or trapezoid
   (width 4) hat (Lemma 13.2).
-* :func:`line_projection`: non-residual ``x -> relu(<v, x> - c) e_1`` (width 1), which puts every
-  token on the first coordinate axis.
-* :func:`snap_move`: residual width 4; on the segment ``{p + a e_1 : |a| <= g/4}`` it equals the
-  constant ``goal`` (so a whole small cluster on the axis lands *exactly* on its target) and it
-  fixes every value projecting ``>= g/2`` away.
+* :func:`~sxor.interp.hats.line_projection`: non-residual
+  :math:`x \mapsto \operatorname{relu}(\langle v, x \rangle - c)\, e_1` (width 1), which puts
+  every token on the first coordinate axis.
+* :func:`~sxor.interp.hats.snap_move`: residual width 4; on the segment
+  :math:`\{p + a e_1 : |a| \le g/4\}` it equals the constant ``goal`` (so a whole small cluster
+  on the axis lands *exactly* on its target) and it fixes every value projecting
+  :math:`\ge g/2` away.
 """
 
 from __future__ import annotations
@@ -26,13 +30,28 @@ from .network import FFLayer
 
 
 def injective_direction(values: Sequence[Token], d: int, start: int = 1) -> tuple[Fraction, ...]:
-    """The first ``v = (1, t, ..., t^(d-1))``, ``t = start, start + 1, ...``, whose projections
-    ``<v, x>`` are pairwise distinct on ``values`` (a collection of ``d``-tuples of rationals).
+    r"""The first :math:`v = (1, t, \dots, t^{d-1})`, :math:`t = \mathrm{start}, \mathrm{start} + 1, \dots`, injective on ``values``.
 
-    It exists: two distinct points have equal projections for at most ``d - 1`` values of ``t``
-    (a nonzero polynomial of degree ``<= d - 1`` in ``t``), so at most ``(d - 1) K (K - 1) / 2``
-    values of ``t`` fail for ``K`` points; the search is bounded by that. Refuses ``d < 1``,
-    ``start < 1`` and values of the wrong length."""
+    That is, whose projections :math:`\langle v, x \rangle` are pairwise distinct on ``values``. It
+    exists: two distinct points have equal projections for at most :math:`d - 1` values of
+    :math:`t` (a nonzero polynomial of degree :math:`\le d - 1` in :math:`t`), so at most
+    :math:`(d - 1) K (K - 1) / 2` values of :math:`t` fail for :math:`K` points; the search is
+    bounded by that.
+
+    Parameters
+    ----------
+    values
+        A collection of ``d``-tuples of rationals.
+    d
+        Token dimension, at least 1.
+    start
+        First :math:`t` tried, at least 1.
+
+    Raises
+    ------
+    ValueError
+        for ``d < 1``, ``start < 1`` and values of the wrong length.
+    """
     if int(d) != d or d < 1:
         raise ValueError(f"d must be a positive integer, got {d}")
     if int(start) != start or start < 1:
@@ -63,15 +82,36 @@ def _check_move(values: set[Token], p: Token, vector: Sequence, d: int, what: st
 
 def hat_move(values: set[Token], p: Token, displacement: Sequence[Fraction], d: int, *, flat: bool,
              translation: Sequence[Fraction] | None = None, role: str = "", start: int = 1) -> FFLayer:
-    """A residual hat FF ``x -> x + h(<v, x>) D (+ t)`` with ``h(<v, p>) = 1`` and ``h = 0`` at
-    every other value in ``values``.
+    r"""A residual hat FF :math:`x \mapsto x + h(\langle v, x \rangle) D\, (+\, t)` with :math:`h(\langle v, p \rangle) = 1` and :math:`h = 0` at every other value.
 
-    ``v`` is :func:`injective_direction` of ``values``; ``g`` the distance from ``s = <v, p>`` to
-    the nearest other projection. ``flat=False``: triangle of half-width ``g/2`` (3 ReLUs);
-    ``flat=True``: trapezoid equal to 1 on ``|t - s| <= g/4`` and 0 for ``|t - s| >= g/2``
-    (4 ReLUs). ``translation`` adds a constant neuron (``U = 0, b = 1``). ``start``: first ``t``
-    tried by :func:`injective_direction`. Refuses a ``p`` that is not in ``values`` and vectors of
-    the wrong length."""
+    :math:`v` is :func:`~sxor.interp.hats.injective_direction` of ``values``; :math:`g` the
+    distance from :math:`s = \langle v, p \rangle` to the nearest other projection.
+
+    Parameters
+    ----------
+    values
+        The set of token values present.
+    p
+        The value to move; must be in ``values``.
+    displacement
+        The displacement :math:`D`, a vector of length ``d``.
+    d
+        Token dimension.
+    flat
+        ``False``: triangle of half-width :math:`g/2` (3 ReLUs); ``True``: trapezoid equal to 1 on
+        :math:`|t - s| \le g/4` and 0 for :math:`|t - s| \ge g/2` (4 ReLUs).
+    translation
+        If given, a constant translation :math:`t` added by one more neuron (:math:`U = 0, b = 1`).
+    role
+        Name of the layer's job in the construction.
+    start
+        First :math:`t` tried by :func:`~sxor.interp.hats.injective_direction`.
+
+    Raises
+    ------
+    ValueError
+        for a ``p`` that is not in ``values`` and vectors of the wrong length.
+    """
     _check_move(values, p, displacement, d, "displacement")
     v = injective_direction(values, d, start)
     s, g = dot(v, p), _gap(values, v, p)
@@ -96,16 +136,39 @@ def hat_move(values: set[Token], p: Token, displacement: Sequence[Fraction], d: 
 
 def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *, role: str = "",
               start: int = 1) -> FFLayer:
-    """A residual width-4 FF ``x -> x + g(<u, x>)`` that sends the whole segment
-    ``{p + a e_1 : |a| <= gap/4}`` *exactly* to ``goal`` and fixes every point whose projection
-    is ``>= gap/2`` away from ``<u, p>``.
+    r"""A residual width-4 FF :math:`x \mapsto x + g(\langle u, x \rangle)` that sends a whole segment through ``p`` exactly to ``goal``.
 
-    ``u = (1, t, ...)`` is :func:`injective_direction` of ``values`` (so ``<u, e_1> = 1``) and
-    ``gap`` the distance from ``s = <u, p>`` to the nearest other projection. ``g`` is piecewise
-    linear with kinks ``s -+ gap/2, s -+ gap/4``: zero outside ``(s - gap/2, s + gap/2)``, equal to
-    ``goal - p - (<u, x> - s) e_1`` on ``[s - gap/4, s + gap/4]``. The layer records ``gap`` and
-    ``v_l1 = 1`` (the half-width it absorbs is ``gap/4`` along ``e_1``). Refuses a ``p`` that is
-    not in ``values`` and ``p``, ``goal`` of the wrong length."""
+    The segment is :math:`\{p + a e_1 : |a| \le \mathrm{gap}/4\}`; every point whose projection is
+    :math:`\ge \mathrm{gap}/2` away from :math:`\langle u, p \rangle` is fixed.
+    :math:`u = (1, t, \dots)` is :func:`~sxor.interp.hats.injective_direction` of ``values`` (so
+    :math:`\langle u, e_1 \rangle = 1`) and gap the distance from :math:`s = \langle u, p \rangle` to
+    the nearest other projection. :math:`g` is piecewise linear with kinks
+    :math:`s \mp \mathrm{gap}/2, s \mp \mathrm{gap}/4`: zero outside
+    :math:`(s - \mathrm{gap}/2, s + \mathrm{gap}/2)`, equal to
+    :math:`\mathrm{goal} - p - (\langle u, x \rangle - s) e_1` on
+    :math:`[s - \mathrm{gap}/4, s + \mathrm{gap}/4]`. The layer records ``gap`` and ``v_l1 = 1``
+    (the half-width it absorbs is :math:`\mathrm{gap}/4` along :math:`e_1`).
+
+    Parameters
+    ----------
+    values
+        The set of token values present.
+    p
+        The centre of the segment; must be in ``values``.
+    goal
+        Where the segment goes, a vector of length ``d``.
+    d
+        Token dimension.
+    role
+        Name of the layer's job in the construction.
+    start
+        First :math:`t` tried by :func:`~sxor.interp.hats.injective_direction`.
+
+    Raises
+    ------
+    ValueError
+        for a ``p`` that is not in ``values`` and ``p``, ``goal`` of the wrong length.
+    """
     _check_move(values, p, goal, d, "goal")
     u = injective_direction(values, d, start)
     s, gap = dot(u, p), _gap(values, u, p)
@@ -126,9 +189,25 @@ def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *,
 
 def line_projection(values: set[Token], d: int, floor: Fraction, *, role: str = "",
                     start: int = 1) -> tuple[FFLayer, tuple[Fraction, ...], Fraction]:
-    """The non-residual width-1 FF ``x -> relu(<v, x> - c) e_1``, ``v`` injective on ``values``
-    and ``c = min <v, x> - floor`` (``floor > 0``), so every value lands at ``t e_1`` with
-    ``t >= floor``, at pairwise distinct ``t``. Returns ``(layer, v, c)``."""
+    r"""The non-residual width-1 FF :math:`x \mapsto \operatorname{relu}(\langle v, x \rangle - c)\, e_1`.
+
+    :math:`v` is injective on ``values`` and :math:`c = \min \langle v, x \rangle - \mathrm{floor}`
+    (floor :math:`> 0`), so every value lands at :math:`t e_1` with :math:`t \ge \mathrm{floor}`, at
+    pairwise distinct :math:`t`. Returns ``(layer, v, c)``.
+
+    Parameters
+    ----------
+    values
+        The set of token values present.
+    d
+        Token dimension.
+    floor
+        Least coordinate on the axis, :math:`> 0`.
+    role
+        Name of the layer's job in the construction.
+    start
+        First :math:`t` tried by :func:`~sxor.interp.hats.injective_direction`.
+    """
     if not floor > 0:
         raise ValueError(f"floor must be > 0, got {floor}")
     v = injective_direction(values, d, start)

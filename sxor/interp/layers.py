@@ -1,13 +1,15 @@
-"""The two layers of Part II and the Hausdorff distance, in float and in exact rational arithmetic.
+r"""The two layers of Part II and the Hausdorff distance, in float and in exact rational arithmetic.
 
 Tokens are the rows of ``X [..., n, d]`` (leading dimensions are a batch of sequences).
 
-* Feed-forward (token-wise, width ``w``):
-  ``FF(x) = eta x + W relu(U x + b)`` with ``U [w, d]``, ``b [w]``, ``W [d, w]``, scalar ``eta``.
-* Self-attention: ``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with scores ``s_il = <A x_i, x_l>``.
-  ``tau = 0`` is hardmax: ``pi_il = 1/|C_i|`` on ``C_i = argmax_l s_il`` (every maximiser, ties
-  included, the query ``l = i`` included) and 0 elsewhere; ``tau > 0`` is softmax
-  ``pi_il = exp(s_il / tau) / sum_k exp(s_ik / tau)``.
+* Feed-forward (token-wise, width :math:`w`):
+  :math:`\mathrm{FF}(x) = \eta x + W \operatorname{relu}(U x + b)` with ``U [w, d]``, ``b [w]``,
+  ``W [d, w]`` and a scalar :math:`\eta`.
+* Self-attention: :math:`\mathrm{SA}(X)_i = \rho x_i + V \sum_l \pi_{il} x_l` with scores
+  :math:`s_{il} = \langle A x_i, x_l \rangle`. :math:`\tau = 0` is hardmax:
+  :math:`\pi_{il} = 1/|C_i|` on :math:`C_i = \operatorname{argmax}_l s_{il}` (every maximiser, ties
+  included, the query :math:`l = i` included) and 0 elsewhere; :math:`\tau > 0` is softmax,
+  :math:`\pi_{il} = e^{s_{il}/\tau} / \sum_k e^{s_{ik}/\tau}`.
 
 Two arithmetic paths, chosen by the type of ``X``:
 
@@ -18,11 +20,12 @@ Two arithmetic paths, chosen by the type of ``X``:
 * **exact**: ``X`` a numpy ``dtype=object`` array of :class:`fractions.Fraction` (ints allowed).
   Every parameter must then be exact too (int, Fraction, integer arrays, object arrays of them);
   a float anywhere raises ``ValueError`` instead of silently rounding. Hardmax attention, ReLU
-  layers and :func:`hausdorff_squared` are computed in exact rational arithmetic and return
-  object arrays whose entries are all ``Fraction``. Softmax weights ``exp(s / tau)`` are
-  irrational, so ``self_attention`` with ``tau > 0`` on exact input raises ``ValueError``; the
-  rigorous alternative is :func:`sxor.interp.softmax.softmax_attention_enclosure`, which returns
-  exact rational lower and upper bounds.
+  layers and :func:`~sxor.interp.layers.hausdorff_squared` are computed in exact rational
+  arithmetic and return object arrays whose entries are all ``Fraction``. Softmax weights
+  :math:`e^{s/\tau}` are irrational, so ``self_attention`` with :math:`\tau > 0` on exact input
+  raises ``ValueError``; the rigorous alternative is
+  :func:`sxor.interp.softmax.softmax_attention_enclosure`, which returns exact rational lower and
+  upper bounds.
 """
 
 from __future__ import annotations
@@ -137,15 +140,30 @@ def _relu_exact(Z: np.ndarray) -> np.ndarray:
 
 
 def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
-    """Token-wise ReLU feed-forward layer ``FF(x) = eta x + W relu(U x + b)``.
+    r"""Token-wise ReLU feed-forward layer :math:`\mathrm{FF}(x) = \eta x + W \operatorname{relu}(U x + b)`.
 
-    ``X [..., n, d]``, ``U [w, d]``, ``b [w]``, ``W [d, w]``, scalar ``eta``. Exact (Fractions in,
-    Fractions out) when ``X`` is an object array; see the module docstring. Float parameters are
-    cast to ``X``'s dtype and device.
+    Exact (Fractions in, Fractions out) when ``X`` is an object array; see the module docstring.
+    Float parameters are cast to ``X``'s dtype and device.
 
-    Refuses (``ValueError`` naming the argument and the expected shape): integer/bool/complex
-    ``X``, nan/inf anywhere, a non-scalar or non-real ``eta``, shapes that do not match ``d`` and
-    ``w``, and floats on the exact path.
+    Parameters
+    ----------
+    X
+        Tokens ``[..., n, d]``: a float tensor or array, or an object array of Fractions.
+    eta
+        Scalar :math:`\eta`, the weight of the skip connection.
+    W
+        Output weights ``[d, w]``.
+    U
+        Input weights ``[w, d]``.
+    b
+        Hidden biases ``[w]``.
+
+    Raises
+    ------
+    ValueError
+        naming the argument and the expected shape, for: integer/bool/complex ``X``, nan/inf
+        anywhere, a non-scalar or non-real ``eta``, shapes that do not match ``d`` and ``w``, and
+        floats on the exact path.
     """
     if is_exact(X):
         X = as_exact(X, "X")
@@ -170,10 +188,21 @@ def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
 
 
 def attention_scores(X: Array, A: Array) -> Array:
-    """Scores ``s_il = <A x_i, x_l>``, shape ``[..., n, n]`` (exact for Fractions).
+    r"""Scores :math:`s_{il} = \langle A x_i, x_l \rangle`, shape ``[..., n, n]`` (exact for Fractions).
 
-    Accepts ``X`` as in :func:`attention_weights` and ``A [d, d]``; refuses (``ValueError``) other
-    shapes (naming ``d``), nan/inf, complex or non-numeric entries, and floats on the exact path."""
+    Parameters
+    ----------
+    X
+        Tokens ``[..., n, d]``, as in :func:`~sxor.interp.layers.attention_weights`.
+    A
+        Key-query matrix ``[d, d]``.
+
+    Raises
+    ------
+    ValueError
+        for other shapes (naming ``d``), nan/inf, complex or non-numeric entries, and floats on the
+        exact path.
+    """
     if is_exact(X):
         X = as_exact(X, "X")
         _check_tokens("X", X.shape)
@@ -188,17 +217,30 @@ def attention_scores(X: Array, A: Array) -> Array:
 
 
 def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
-    """Attention matrix ``pi [..., n, n]`` for the scores ``s_il = <A x_i, x_l>``.
+    r"""Attention matrix ``pi [..., n, n]`` for the scores :math:`s_{il} = \langle A x_i, x_l \rangle`.
 
-    ``tau == 0``: hardmax, ``pi_il = 1/|C_i|`` for ``l in C_i = argmax_l s_il`` (ties included);
-    ``tau > 0``: softmax of ``s_il / tau`` over ``l``, computed as the softmax of
-    ``(s_il - max_l s_il) / tau``, so it is stable for every ``tau > 0`` (at a ``tau`` so small
-    that the weights off the argmax underflow, the result is the hardmax row). Rows sum to 1.
+    :math:`\tau = 0`: hardmax, :math:`\pi_{il} = 1/|C_i|` for
+    :math:`l \in C_i = \operatorname{argmax}_l s_{il}` (ties included); :math:`\tau > 0`: softmax of
+    :math:`s_{il} / \tau` over :math:`l`, computed as the softmax of
+    :math:`(s_{il} - \max_l s_{il}) / \tau`, so it is stable for every :math:`\tau > 0` (at a
+    :math:`\tau` so small that the weights off the argmax underflow, the result is the hardmax row).
+    Rows sum to 1.
 
-    Accepts: ``X`` a float tensor/array ``[..., n, d]`` (finite) or an exact object array; ``A``
-    ``[d, d]``; ``tau`` a finite real ``>= 0``. Refuses (``ValueError``, naming the argument and
-    the dimensions): other shapes, nan/inf entries, a negative/nan/inf/non-real ``tau``, scores
-    that overflow the float dtype, and ``tau > 0`` on exact input (irrational weights).
+    Parameters
+    ----------
+    X
+        Tokens ``[..., n, d]``: a finite float tensor/array or an exact object array.
+    A
+        Key-query matrix ``[d, d]``.
+    tau
+        Temperature, a finite real ``>= 0`` (0 is hardmax).
+
+    Raises
+    ------
+    ValueError
+        naming the argument and the dimensions, for: other shapes, nan/inf entries, a
+        negative/nan/inf/non-real ``tau``, scores that overflow the float dtype, and ``tau > 0`` on
+        exact input (irrational weights).
     """
     tau = _check_tau(tau)
     if is_exact(X):
@@ -238,13 +280,30 @@ def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
 
 
 def self_attention(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar = 0) -> Array:
-    """Self-attention layer ``SA(X)_i = rho x_i + V sum_l pi_il x_l``, ``pi`` from
-    :func:`attention_weights` (``tau = 0`` hardmax with uniform ties, ``tau > 0`` softmax).
+    r"""Self-attention layer :math:`\mathrm{SA}(X)_i = \rho x_i + V \sum_l \pi_{il} x_l`.
 
-    ``X [..., n, d]``, ``A [d, d]``, ``V [d, d]``, scalar ``rho``. Exact for Fractions with
-    ``tau = 0``. Float parameters are cast to ``X``'s dtype and device. Refuses what
-    :func:`attention_weights` refuses, and a ``V`` of the wrong shape or a non-finite or
-    non-real ``rho`` (``ValueError``).
+    The weights :math:`\pi` come from :func:`~sxor.interp.layers.attention_weights` (:math:`\tau = 0`
+    hardmax with uniform ties, :math:`\tau > 0` softmax). Exact for Fractions with :math:`\tau = 0`.
+    Float parameters are cast to ``X``'s dtype and device.
+
+    Parameters
+    ----------
+    X
+        Tokens ``[..., n, d]``.
+    A
+        Key-query matrix ``[d, d]``.
+    rho
+        Scalar :math:`\rho`, the weight of the skip connection.
+    V
+        Value matrix ``[d, d]``.
+    tau
+        Temperature, ``>= 0`` (0 is hardmax).
+
+    Raises
+    ------
+    ValueError
+        for what :func:`~sxor.interp.layers.attention_weights` refuses, a ``V`` of the wrong shape,
+        or a non-finite or non-real ``rho``.
     """
     pi = attention_weights(X, A, tau)
     if is_exact(X):
@@ -290,17 +349,28 @@ def _pair_tokens(P: Array, Q: Array) -> tuple[object, object, bool]:
 
 
 def hausdorff_squared(P: Array, Q: Array) -> object:
-    """Squared Hausdorff distance between the token sets (rows) of ``P [..., n, d]`` and
-    ``Q [..., m, d]`` in the Euclidean norm:
+    r"""Squared Hausdorff distance between the token sets (rows) of ``P [..., n, d]`` and ``Q [..., m, d]``.
 
-    ``d_H(P, Q)^2 = max( max_i min_j |p_i - q_j|^2, max_j min_i |p_i - q_j|^2 )``.
+    In the Euclidean norm,
 
-    Exact :class:`Fraction` (or an object array over the batch) when either input is an object
-    array; a float tensor / numpy float otherwise.
+    .. math::  d_H(P, Q)^2 = \max\Big( \max_i \min_j \lVert p_i - q_j \rVert^2,\;
+               \max_j \min_i \lVert p_i - q_j \rVert^2 \Big).
 
-    Accepts float tensors/arrays or exact object arrays with at least one token each, the same
-    token dimension ``d`` and broadcastable batch dimensions. Refuses (``ValueError``): nan/inf,
-    complex or non-numeric entries, empty sequences, mismatched ``d`` or batch dimensions.
+    Exact :class:`~fractions.Fraction` (or an object array over the batch) when either input is an
+    object array; a float tensor / numpy float otherwise.
+
+    Parameters
+    ----------
+    P
+        First token set ``[..., n, d]``, float or exact, at least one token.
+    Q
+        Second token set ``[..., m, d]``, same ``d``, batch dimensions broadcastable with ``P``'s.
+
+    Raises
+    ------
+    ValueError
+        for nan/inf, complex or non-numeric entries, empty sequences, mismatched ``d`` or batch
+        dimensions.
     """
     P, Q, numpy_in = _pair_tokens(P, Q)
     if isinstance(P, np.ndarray) and P.dtype == object:
@@ -319,14 +389,25 @@ def hausdorff_squared(P: Array, Q: Array) -> object:
 
 
 def hausdorff(P: Array, Q: Array) -> object:
-    """Hausdorff distance ``d_H(P, Q)`` between token sets (rows), the square root of
-    :func:`hausdorff_squared`.
+    r"""Hausdorff distance :math:`d_H(P, Q)` between token sets (rows), the square root of :func:`~sxor.interp.layers.hausdorff_squared`.
 
-    Float inputs give a float tensor / numpy float. Exact inputs give an :class:`mpmath.mpf`
-    (or object array of them over the batch): ``sqrt`` of the exact rational
-    ``d_H^2`` at the current ``mpmath.mp`` precision. It is ``0`` exactly when, and only when,
-    the two sets coincide (``sqrt(0) = 0`` and ``mpf`` never underflows); for an exact value use
-    :func:`hausdorff_squared`.
+    Float inputs give a float tensor / numpy float. Exact inputs give an ``mpmath.mpf`` (or object
+    array of them over the batch): the square root of the exact rational :math:`d_H^2` at the current
+    ``mpmath.mp`` precision. It is 0 exactly when, and only when, the two sets coincide
+    (:math:`\sqrt{0} = 0` and ``mpf`` never underflows); for an exact value use
+    :func:`~sxor.interp.layers.hausdorff_squared`.
+
+    Parameters
+    ----------
+    P
+        First token set ``[..., n, d]``.
+    Q
+        Second token set ``[..., m, d]``.
+
+    Raises
+    ------
+    ValueError
+        as :func:`~sxor.interp.layers.hausdorff_squared` does.
     """
     sq = hausdorff_squared(P, Q)
     if isinstance(sq, Fraction):

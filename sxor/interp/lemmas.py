@@ -1,19 +1,21 @@
-"""The three collapse lemmas of hardmax self-attention, as constructions, predictions and checks.
+r"""The three collapse lemmas of hardmax self-attention, as constructions, predictions and checks.
 
-All three use one hardmax layer (``tau = 0``) with ``rho = 0`` and ``V = I``, so token ``i`` moves
-to the mean of its argmax set ``C_i = argmax_l <A x_i, x_l>``. The statements and proofs are in
+All three use one hardmax layer (:math:`\tau = 0`) with :math:`\rho = 0` and :math:`V = I`, so
+token :math:`i` moves to the mean of its argmax set
+:math:`C_i = \operatorname{argmax}_l \langle A x_i, x_l \rangle`. The statements and proofs are in
 the chapter "The collapse lemmas"; the exact characterisations below are this book's derivation
 (the paper's text was not available), and each holds with no hypothesis at all:
 
-* **rank one** ``A = v v^T``: ``s_il = <v, x_i><v, x_l>``, so ``C_i`` is the set of tokens with
-  the largest ``<v, x_l>`` if ``<v, x_i> > 0``, with the smallest if ``<v, x_i> < 0``, and every
-  token if ``<v, x_i> = 0``.
-* **box** ``A = I``, tokens in ``[0, R]^d`` containing the corner ``c = R 1``:
-  ``C_i = {l : x_lk = R for every k with x_ik > 0}``.
-* **sphere** ``A = I``: a token of largest norm attends exactly to its own copies.
+* **rank one** :math:`A = v v^\top`: :math:`s_{il} = \langle v, x_i \rangle \langle v, x_l \rangle`,
+  so :math:`C_i` is the set of tokens with the largest :math:`\langle v, x_l \rangle` if
+  :math:`\langle v, x_i \rangle > 0`, with the smallest if :math:`\langle v, x_i \rangle < 0`, and
+  every token if :math:`\langle v, x_i \rangle = 0`.
+* **box** :math:`A = I`, tokens in :math:`[0, R]^d` containing the corner :math:`c = R \mathbf{1}`:
+  :math:`C_i = \{l : x_{lk} = R \text{ for every } k \text{ with } x_{ik} > 0\}`.
+* **sphere** :math:`A = I`: a token of largest norm attends exactly to its own copies.
 
-Every function works on exact object arrays of :class:`Fraction` (see :mod:`sxor.interp.layers`);
-random instances are drawn with an explicit :class:`torch.Generator`.
+Every function works on exact object arrays of :class:`~fractions.Fraction` (see
+:mod:`sxor.interp.layers`); random instances are drawn with an explicit ``torch.Generator``.
 """
 
 from __future__ import annotations
@@ -58,15 +60,29 @@ def _positive(name: str, value: object) -> Fraction:
 
 
 def identity_matrix(d: int) -> np.ndarray:
-    """The exact ``d x d`` identity (object array of Fractions); ``d`` an int ``>= 1`` (a float,
-    even ``2.0``, a bool, nan or inf is refused)."""
+    r"""The exact :math:`d \times d` identity (object array of Fractions).
+
+    Parameters
+    ----------
+    d
+        Dimension, an int ``>= 1`` (a float, even ``2.0``, a bool, nan or inf is refused).
+    """
     return as_exact(np.eye(_int("d", d, 1), dtype=int))
 
 
 def rank_one_layer(v: object) -> dict[str, object]:
-    """Parameters ``A = v v^T``, ``rho = 0``, ``V = I`` of Lemma A, for ``self_attention(X, **p)``.
-    ``v`` a non-zero exact vector (ints, Fractions); floats, other shapes and ``v = 0`` raise
-    ``ValueError``."""
+    r"""Parameters :math:`A = v v^\top`, :math:`\rho = 0`, :math:`V = I` of Lemma A, for ``self_attention(X, **p)``.
+
+    Parameters
+    ----------
+    v
+        A non-zero exact vector (ints, Fractions).
+
+    Raises
+    ------
+    ValueError
+        for floats, other shapes and ``v = 0``.
+    """
     v = as_exact(v, "v")
     if v.ndim != 1 or v.shape[0] == 0:
         raise ValueError(f"v must be a non-empty vector, got shape {v.shape}")
@@ -76,8 +92,13 @@ def rank_one_layer(v: object) -> dict[str, object]:
 
 
 def identity_layer(d: int) -> dict[str, object]:
-    """Parameters ``A = I``, ``rho = 0``, ``V = I`` of Lemmas B and C; ``d`` as in
-    :func:`identity_matrix`."""
+    r"""Parameters :math:`A = I`, :math:`\rho = 0`, :math:`V = I` of Lemmas B and C.
+
+    Parameters
+    ----------
+    d
+        Dimension, as in :func:`~sxor.interp.lemmas.identity_matrix`.
+    """
     return {"A": identity_matrix(d), "rho": Fraction(0), "V": identity_matrix(d)}
 
 
@@ -105,10 +126,20 @@ def _mean(X: np.ndarray, rows: list[int]) -> list[Fraction]:
 
 
 def rank_one_sets(X: object, v: object) -> list[list[int]]:
-    """Argmax set ``C_i`` of each token under ``A = v v^T`` (the exact characterisation).
+    r"""Argmax set :math:`C_i` of each token under :math:`A = v v^\top` (the exact characterisation).
 
-    ``X [n, d]`` and ``v [d]`` exact (ints, Fractions); floats, other shapes and a ``v`` whose
-    length is not ``d`` are refused (``ValueError``)."""
+    Parameters
+    ----------
+    X
+        Tokens ``[n, d]``, exact (ints, Fractions).
+    v
+        Direction ``[d]``, exact.
+
+    Raises
+    ------
+    ValueError
+        for floats, other shapes and a ``v`` whose length is not ``d``.
+    """
     X, v = _tokens(X), _direction(X, v)
     proj = [dot(X[i], v) for i in range(X.shape[0])]
     top = [l for l, p in enumerate(proj) if p == max(proj)]
@@ -117,16 +148,28 @@ def rank_one_sets(X: object, v: object) -> list[list[int]]:
 
 
 def rank_one_prediction(X: object, v: object) -> np.ndarray:
-    """Lemma A's output: token ``i`` goes to the mean of :func:`rank_one_sets` ``[i]`` (arguments
-    and refusals as there)."""
+    r"""Lemma A's output: token :math:`i` goes to the mean of its set in :func:`~sxor.interp.lemmas.rank_one_sets`.
+
+    Parameters
+    ----------
+    X, v
+        As in :func:`~sxor.interp.lemmas.rank_one_sets` (refusals as there).
+    """
     X = _tokens(X)
     return np.array([_mean(X, C) for C in rank_one_sets(X, v)], dtype=object)
 
 
 def rank_one_violations(X: object, v: object) -> list[str]:
-    """The hypotheses of Lemma A that fail: ``<v, x_i> != 0`` for all ``i``, and a unique token
-    of largest (smallest) projection when some projection is positive (negative). Empty when
-    the lemma applies. Arguments as in :func:`rank_one_sets`."""
+    r"""The hypotheses of Lemma A that fail; empty when the lemma applies.
+
+    The hypotheses: :math:`\langle v, x_i \rangle \ne 0` for all :math:`i`, and a unique token of
+    largest (smallest) projection when some projection is positive (negative).
+
+    Parameters
+    ----------
+    X, v
+        As in :func:`~sxor.interp.lemmas.rank_one_sets`.
+    """
     X, v = _tokens(X), _direction(X, v)
     proj = [dot(X[i], v) for i in range(X.shape[0])]
     problems = [f"<v, x_{i}> = 0" for i, p in enumerate(proj) if p == 0]
@@ -138,10 +181,23 @@ def rank_one_violations(X: object, v: object) -> list[str]:
 
 
 def box_sets(X: object, R: object) -> list[list[int]]:
-    """Argmax set of each token under ``A = I`` for tokens in ``[0, R]^d`` that contain the corner
-    ``R 1``: ``C_i = {l : x_lk = R wherever x_ik > 0}``. ``X [n, d]`` exact, ``R`` a positive
-    exact scalar. Raises ``ValueError`` if the setting does not hold (a token outside the box,
-    no corner token), for floats, and for a non-scalar or non-positive ``R``."""
+    r"""Argmax set of each token under :math:`A = I` for tokens in :math:`[0, R]^d` that contain the corner :math:`R \mathbf{1}`.
+
+    :math:`C_i = \{l : x_{lk} = R \text{ wherever } x_{ik} > 0\}`.
+
+    Parameters
+    ----------
+    X
+        Tokens ``[n, d]``, exact.
+    R
+        Side of the box, a positive exact scalar.
+
+    Raises
+    ------
+    ValueError
+        if the setting does not hold (a token outside the box, no corner token), for floats, and
+        for a non-scalar or non-positive ``R``.
+    """
     X, R = _tokens(X), _positive("R", R)
     if any(x < 0 or x > R for x in X.flat):
         raise ValueError("a token lies outside the box [0, R]^d: the box characterisation does not apply")
@@ -152,17 +208,36 @@ def box_sets(X: object, R: object) -> list[list[int]]:
 
 
 def box_prediction(X: object, R: object) -> np.ndarray:
-    """Lemma B's output: token ``i`` goes to the mean of :func:`box_sets` ``[i]`` (arguments and
-    refusals as there)."""
+    r"""Lemma B's output: token :math:`i` goes to the mean of its set in :func:`~sxor.interp.lemmas.box_sets`.
+
+    Parameters
+    ----------
+    X, R
+        As in :func:`~sxor.interp.lemmas.box_sets` (refusals as there).
+    """
     X = _tokens(X)
     return np.array([_mean(X, C) for C in box_sets(X, R)], dtype=object)
 
 
 def box_violations(X: object, R: object) -> list[str]:
-    """Why Lemma B (every token collapses onto ``R 1``) fails, empty when it holds: a token
-    outside ``[0, R]^d``, no corner token, or a token ``x_i`` and a token ``x_j != R 1`` with
-    ``x_jk = R`` on all of ``supp(x_i)`` (a tie with the corner). ``X [n, d]`` exact, ``R`` a
-    positive exact scalar (a non-positive, non-scalar or float ``R`` raises ``ValueError``)."""
+    r"""Why Lemma B (every token collapses onto :math:`R \mathbf{1}`) fails; empty when it holds.
+
+    The reasons: a token outside :math:`[0, R]^d`, no corner token, or a token :math:`x_i` and a
+    token :math:`x_j \ne R \mathbf{1}` with :math:`x_{jk} = R` on all of
+    :math:`\operatorname{supp}(x_i)` (a tie with the corner).
+
+    Parameters
+    ----------
+    X
+        Tokens ``[n, d]``, exact.
+    R
+        Side of the box, a positive exact scalar.
+
+    Raises
+    ------
+    ValueError
+        for a non-positive, non-scalar or float ``R``.
+    """
     X, R = _tokens(X), _positive("R", R)
     outside = [i for i in range(X.shape[0]) if any(x < 0 or x > R for x in X[i])]
     if outside:
@@ -176,8 +251,18 @@ def box_violations(X: object, R: object) -> list[str]:
 
 
 def outermost_tokens(X: object) -> list[int]:
-    """Indices of the tokens of largest Euclidean norm (those Lemma C keeps fixed); ``X [n, d]``
-    exact (floats and other shapes raise ``ValueError``)."""
+    r"""Indices of the tokens of largest Euclidean norm (those Lemma C keeps fixed).
+
+    Parameters
+    ----------
+    X
+        Tokens ``[n, d]``, exact.
+
+    Raises
+    ------
+    ValueError
+        for floats and other shapes.
+    """
     X = _tokens(X)
     norms = [sum((x * x for x in row), Fraction(0)) for row in X]
     return [i for i, r in enumerate(norms) if r == max(norms)]
@@ -189,9 +274,22 @@ def outermost_tokens(X: object) -> list[int]:
 
 
 def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: int = 4, den: int = 8) -> np.ndarray:
-    """Object array of Fractions ``p / q``: ``q`` uniform in ``{1..den}``, then ``p`` uniform in
-    ``{-bound q, ..., bound q}`` (so the value lies in ``[-bound, bound]``). ``shape`` a tuple of
-    ints ``>= 0``, ``generator`` a :class:`torch.Generator`, ``bound >= 0`` and ``den >= 1`` ints."""
+    r"""Object array of Fractions :math:`p / q` with values in :math:`[-\mathrm{bound}, \mathrm{bound}]`.
+
+    :math:`q` is uniform in :math:`\{1, \dots, \mathrm{den}\}`, then :math:`p` uniform in
+    :math:`\{-\mathrm{bound}\, q, \dots, \mathrm{bound}\, q\}`.
+
+    Parameters
+    ----------
+    shape
+        A tuple of ints ``>= 0``.
+    generator
+        A ``torch.Generator``.
+    bound
+        An int ``>= 0``.
+    den
+        Largest denominator, an int ``>= 1``.
+    """
     if not isinstance(shape, tuple):
         raise TypeError(f"shape must be a tuple of ints, got {shape!r}")
     shape = tuple(_int("shape entry", k, 0) for k in shape)
@@ -206,8 +304,15 @@ def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: 
 
 
 def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Random ``(X [n, d], v [d])`` satisfying Lemma A's hypotheses (redrawn until they do, at
-    most 10 000 times). ``n, d`` ints ``>= 1``, ``generator`` a :class:`torch.Generator`."""
+    r"""Random ``(X [n, d], v [d])`` satisfying Lemma A's hypotheses (redrawn until they do, at most 10 000 times).
+
+    Parameters
+    ----------
+    n, d
+        Number of tokens and dimension, ints ``>= 1``.
+    generator
+        A ``torch.Generator``.
+    """
     n, d, generator = _int("n", n, 1), _int("d", d, 1), _generator(generator)
     for _ in range(10_000):
         X = random_rationals((n, d), generator)
@@ -218,12 +323,26 @@ def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tupl
 
 
 def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
-    """Random ``(X [n, d], R)``: the corner ``R 1`` and ``n - 1`` other distinct tokens in
-    ``(0, R]^d`` (all coordinates positive, the sufficient hypothesis of Lemma B), shuffled.
+    r"""Random ``(X [n, d], R)``: the corner :math:`R \mathbf{1}` and :math:`n - 1` other distinct tokens in :math:`(0, R]^d`, shuffled.
 
-    The coordinates are ``R p / q`` with ``1 <= p <= q <= 8``: 22 distinct values, so at most
-    ``22^d`` distinct tokens; ``n`` ints ``1 <= n <= 22^d`` and ``d >= 1`` are accepted, a larger
-    ``n`` (which could never be drawn) raises ``ValueError``."""
+    All coordinates are positive, the sufficient hypothesis of Lemma B. The coordinates are
+    :math:`R p / q` with :math:`1 \le p \le q \le 8`: 22 distinct values, so at most :math:`22^d`
+    distinct tokens.
+
+    Parameters
+    ----------
+    n
+        Number of tokens, an int with :math:`1 \le n \le 22^d`.
+    d
+        Dimension, an int ``>= 1``.
+    generator
+        A ``torch.Generator``.
+
+    Raises
+    ------
+    ValueError
+        for a larger ``n`` (which could never be drawn).
+    """
     n, d, generator = _int("n", n, 1), _int("d", d, 1), _generator(generator)
     if d < 8 and n > 22 ** d:
         raise ValueError(f"n = {n} distinct tokens do not exist on this grid: at most 22^d = {22 ** d} for d = {d}")
@@ -240,9 +359,18 @@ def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.
 
 
 def random_grid_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
-    """Random tokens on the grid ``{0, R/2, R}^d`` plus the corner: faces and zeros are common,
-    so ties with the corner happen (to test the exact characterisation, not the lemma). ``n, d``
-    ints ``>= 1`` (tokens may repeat), ``generator`` a :class:`torch.Generator`."""
+    r"""Random tokens on the grid :math:`\{0, R/2, R\}^d` plus the corner.
+
+    Faces and zeros are common, so ties with the corner happen (to test the exact
+    characterisation, not the lemma).
+
+    Parameters
+    ----------
+    n, d
+        Number of tokens (tokens may repeat) and dimension, ints ``>= 1``.
+    generator
+        A ``torch.Generator``.
+    """
     n, d, generator = _int("n", n, 1), _int("d", d, 1), _generator(generator)
     R = Fraction(2)
     grid = torch.randint(0, 3, (n - 1, d), generator=generator)
@@ -254,10 +382,24 @@ def random_grid_box_instance(n: int, d: int, generator: torch.Generator) -> tupl
 
 
 def rational_sphere_point(t: object, R: object) -> np.ndarray:
-    """Rational point of the sphere ``|x| = R`` in ``R^{len(t)+1}`` by inverse stereographic
-    projection: ``x = R (2 t, |t|^2 - 1) / (|t|^2 + 1)`` (rational for rational ``t`` and ``R``).
-    ``t`` an exact vector (possibly empty: the point ``-R`` of the 0-sphere), ``R`` a positive
-    exact scalar; floats, a ``t`` that is not a vector and ``R <= 0`` raise ``ValueError``."""
+    r"""Rational point of the sphere :math:`\lVert x \rVert = R` in :math:`\mathbb{R}^{k+1}`, :math:`k` the length of :math:`t`.
+
+    By inverse stereographic projection,
+    :math:`x = R\, (2 t, \lVert t \rVert^2 - 1) / (\lVert t \rVert^2 + 1)` (rational for rational
+    :math:`t` and :math:`R`).
+
+    Parameters
+    ----------
+    t
+        An exact vector (possibly empty: the point :math:`-R` of the 0-sphere).
+    R
+        Radius, a positive exact scalar.
+
+    Raises
+    ------
+    ValueError
+        for floats, a ``t`` that is not a vector and ``R <= 0``.
+    """
     t, R = as_exact(t, "t"), _positive("R", R)
     if t.ndim != 1:
         raise ValueError(f"t must be a vector [d - 1], got shape {t.shape}")
@@ -268,14 +410,29 @@ def rational_sphere_point(t: object, R: object) -> np.ndarray:
 def random_sphere_instance(
     n_sphere: int, n_inside: int, d: int, generator: torch.Generator
 ) -> tuple[np.ndarray, Fraction]:
-    """Random ``(X, R)``: ``n_sphere`` distinct rational points on the sphere ``|x| = R`` and
-    ``n_inside`` rational points with ``|x| < R`` (sphere points first).
+    r"""Random ``(X, R)``: ``n_sphere`` distinct rational points on the sphere :math:`\lVert x \rVert = R` and ``n_inside`` with :math:`\lVert x \rVert < R`.
 
-    ``n_sphere >= 1``, ``n_inside >= 0`` and ``2 <= d <= 6`` ints, ``generator`` a
-    :class:`torch.Generator`. The sphere points come from ``t`` with entries ``p / q``,
-    ``q <= 5``, ``|p / q| <= 3``: 61 values per entry, so at most ``61^(d-1)`` distinct points; a
-    larger ``n_sphere``, ``d = 1`` (one reachable point) or ``d > 6`` (inside points too rare to
-    draw) raises ``ValueError``."""
+    The sphere points come first. They come from :math:`t` with entries :math:`p / q`,
+    :math:`q \le 5`, :math:`|p / q| \le 3`: 61 values per entry, so at most :math:`61^{d-1}`
+    distinct points.
+
+    Parameters
+    ----------
+    n_sphere
+        Number of points on the sphere, ``>= 1``.
+    n_inside
+        Number of points inside, ``>= 0``.
+    d
+        Dimension, :math:`2 \le d \le 6`.
+    generator
+        A ``torch.Generator``.
+
+    Raises
+    ------
+    ValueError
+        for a larger ``n_sphere``, ``d = 1`` (one reachable point) or ``d > 6`` (inside points too
+        rare to draw).
+    """
     n_sphere, n_inside, d = _int("n_sphere", n_sphere, 1), _int("n_inside", n_inside, 0), _int("d", d, 2)
     generator = _generator(generator)
     if d > 6:

@@ -1,16 +1,18 @@
-"""The network of chapter 13: structured FF and SA layers, blocks, and the transformer.
+r"""The network of chapter 13: structured FF and SA layers, blocks, and the transformer.
 
-A block is ``FF -> SA`` (Figure 3 of the paper: FF first, then SA):
+A block is FF followed by SA (Figure 3 of the paper: FF first, then SA):
 
-* ``FF(x) = eta x + W relu(U x + b)`` with ``U [w, d]``, ``b [w]``, ``W [d, w]``: ``w (2d + 1) + 1``
-  stored numbers (:class:`FFLayer`);
-* ``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with ``A = alpha I + q k^T`` and ``V = beta I``:
-  ``2d + 3`` stored numbers (:class:`SALayer`); :attr:`SALayer.dense_parameters` counts a
-  dense head instead (full ``Q, K, V`` in ``R^{d x d}`` and ``rho``), ``3 d^2 + 1``.
+* :math:`\mathrm{FF}(x) = \eta x + W \operatorname{relu}(U x + b)` with ``U [w, d]``, ``b [w]``,
+  ``W [d, w]``: :math:`w (2d + 1) + 1` stored numbers (:class:`~sxor.interp.network.FFLayer`);
+* :math:`\mathrm{SA}(X)_i = \rho x_i + V \sum_l \pi_{il} x_l` with :math:`A = \alpha I + q k^\top`
+  and :math:`V = \beta I`: :math:`2d + 3` stored numbers (:class:`~sxor.interp.network.SALayer`);
+  :attr:`~sxor.interp.network.SALayer.dense_parameters` counts a dense head instead (full
+  :math:`Q, K, V \in \mathbb{R}^{d \times d}` and :math:`\rho`), :math:`3 d^2 + 1`.
 
 Every layer is evaluated by :mod:`sxor.interp.layers` (float or exact). All classes are frozen:
 :func:`sxor.interp.construct.construct` builds the network complete, and
-:meth:`InterpolatingTransformer.at_temperature` returns a copy at another temperature.
+:meth:`~sxor.interp.network.InterpolatingTransformer.at_temperature` returns a copy at another
+temperature.
 """
 
 from __future__ import annotations
@@ -39,11 +41,28 @@ ENCLOSURE_BITS = 200
 
 @dataclass(frozen=True)
 class FFLayer:
-    """``FF(x) = eta x + W relu(U x + b)`` with ``U [w, d]``, ``b [w]``, ``W [d, w]`` (Fractions).
+    r"""Feed-forward layer :math:`\mathrm{FF}(x) = \eta x + W \operatorname{relu}(U x + b)` with Fraction parameters.
 
-    ``w = 0`` (with ``eta = 1``) is the identity layer. Parameters: ``w (2d + 1) + 1``.
-    ``gap`` and ``v_l1`` describe hats (distance from ``<v, p>`` to the nearest other projection,
-    and ``|v|_1``); ``None`` for other layers."""
+    :math:`w = 0` (with :math:`\eta = 1`) is the identity layer. Stored numbers: :math:`w (2d + 1) + 1`.
+
+    Parameters
+    ----------
+    eta
+        Weight :math:`\eta` of the skip connection.
+    U
+        Input weights ``[w, d]``.
+    b
+        Hidden biases ``[w]``.
+    W
+        Output weights ``[d, w]``.
+    role
+        Name of the layer's job in the construction (for reports).
+    gap
+        For a hat: the distance from :math:`\langle v, p \rangle` to the nearest other projection;
+        ``None`` for other layers.
+    v_l1
+        For a hat: :math:`\lVert v \rVert_1`; ``None`` for other layers.
+    """
 
     eta: Fraction
     U: np.ndarray
@@ -66,9 +85,10 @@ class FFLayer:
         return self.eta == 1 and self.width == 0
 
     def __call__(self, X):
-        """Apply the layer with :func:`sxor.interp.layers.feed_forward` (identity: ``X``).
+        r"""Apply the layer with :func:`sxor.interp.layers.feed_forward` (identity: ``X``).
 
-        Token-wise, so on exact input it is evaluated once per distinct token of ``X [n, d]``."""
+        Token-wise, so on exact input it is evaluated once per distinct token of ``X [n, d]``.
+        """
         if self.is_identity:
             return X
         if not is_exact(X) or X.ndim != 2:
@@ -80,17 +100,33 @@ class FFLayer:
 
 
 def identity_ff(d: int) -> FFLayer:
-    """The identity FF layer (``eta = 1``, width 0)."""
+    r"""The identity FF layer (:math:`\eta = 1`, width 0) in dimension ``d``.
+    """
     return FFLayer(Fraction(1), zeros(0, d), zeros(0), zeros(d, 0), "identity")
 
 
 @dataclass(frozen=True)
 class SALayer:
-    """``SA(X)_i = rho x_i + V sum_l pi_il x_l`` with ``A = alpha I + q k^T`` and ``V = beta I``.
+    r"""Self-attention layer :math:`\mathrm{SA}(X)_i = \rho x_i + V \sum_l \pi_{il} x_l` with :math:`A = \alpha I + q k^\top`, :math:`V = \beta I`.
 
-    Parameters: ``rho, alpha, beta, q [d], k [d]``, i.e. ``2d + 3``. ``rho = 1, beta = 0`` is the
-    identity layer; ``alpha = 0, q = 0`` (``A = 0``) gives equal scores, hence uniform weights for
-    hardmax *and* every softmax temperature."""
+    Stored numbers: :math:`\rho, \alpha, \beta, q \in \mathbb{R}^d, k \in \mathbb{R}^d`, i.e.
+    :math:`2d + 3`. :math:`\rho = 1, \beta = 0` is the identity layer; :math:`\alpha = 0, q = 0`
+    (:math:`A = 0`) gives equal scores, hence uniform weights for hardmax *and* every softmax
+    temperature.
+
+    Parameters
+    ----------
+    rho
+        Weight :math:`\rho` of the skip connection.
+    alpha
+        Multiple :math:`\alpha` of the identity in :math:`A`.
+    q, k
+        Vectors ``[d]`` of the rank-one part :math:`q k^\top` of :math:`A`.
+    beta
+        Scale :math:`\beta` of the value matrix.
+    role
+        Name of the layer's job in the construction (for reports).
+    """
 
     rho: Fraction
     alpha: Fraction
@@ -109,8 +145,8 @@ class SALayer:
 
     @property
     def dense_parameters(self) -> int:
-        """Stored numbers of a dense head, full ``Q, K, V [d, d]`` (``A = Q^T K``) and ``rho``:
-        ``3 d^2 + 1``."""
+        r"""Stored numbers of a dense head, full ``Q, K, V [d, d]`` (:math:`A = Q^\top K`) and :math:`\rho`, i.e. :math:`3 d^2 + 1`.
+        """
         return 3 * self.d * self.d + 1
 
     @property
@@ -119,7 +155,8 @@ class SALayer:
 
     @property
     def scores_constant(self) -> bool:
-        """``A = 0``: all scores equal, so the weights are ``1/n`` for every ``tau``."""
+        r"""Whether :math:`A = 0`, so that all scores are equal and the weights are :math:`1/n` for every :math:`\tau`.
+        """
         return self.alpha == 0 and all(v == 0 for v in self.q)
 
     @property
@@ -131,14 +168,22 @@ class SALayer:
         return self.beta * identity(self.d)
 
     def __call__(self, X, tau=0):
-        """Apply the layer with :func:`sxor.interp.layers.self_attention` at temperature ``tau``.
+        r"""Apply the layer with :func:`sxor.interp.layers.self_attention` at temperature ``tau``.
 
-        The identity returns ``X``; a layer with ``A = 0`` is evaluated with ``tau = 0`` (its
-        softmax weights equal its hardmax weights, ``1/n``, exactly). Softmax on exact input has
+        The identity returns ``X``; a layer with :math:`A = 0` is evaluated with :math:`\tau = 0` (its
+        softmax weights equal its hardmax weights, :math:`1/n`, exactly). Softmax on exact input has
         irrational outputs: it returns the midpoint of the rigorous rational enclosure of
-        :func:`sxor.interp.softmax.softmax_attention_enclosure` at ``ENCLOSURE_BITS`` bits (a
-        rational point within about ``2^-ENCLOSURE_BITS`` times the softmax-hardmax deviation of
-        the true output, plus ``e^{-2 ENCLOSURE_BITS}``)."""
+        :func:`sxor.interp.softmax.softmax_attention_enclosure` at ``ENCLOSURE_BITS`` bits (a rational
+        point within about :math:`2^{-\mathrm{ENCLOSURE\_BITS}}` times the softmax-hardmax deviation of
+        the true output, plus :math:`e^{-2\,\mathrm{ENCLOSURE\_BITS}}`).
+
+        Parameters
+        ----------
+        X
+            Tokens ``[n, d]``.
+        tau
+            Temperature, ``>= 0`` (0 is hardmax).
+        """
         if self.is_identity:
             return X
         if self.scores_constant:
@@ -151,18 +196,41 @@ class SALayer:
 
 
 def identity_sa(d: int) -> SALayer:
-    """The identity SA layer (``rho = 1``, ``V = 0``, ``A = 0``)."""
+    r"""The identity SA layer (:math:`\rho = 1`, :math:`V = 0`, :math:`A = 0`) in dimension ``d``.
+    """
     return SALayer(Fraction(1), Fraction(0), zeros(d), zeros(d), Fraction(0), "identity")
 
 
 def mean_sa(d: int, rho: Fraction = Fraction(0), beta: Fraction = Fraction(1), role: str = "") -> SALayer:
-    """``A = 0``: ``x -> rho x + beta mean(X)``, the same at every temperature."""
+    r"""Mean attention, :math:`A = 0`: :math:`x \mapsto \rho x + \beta \operatorname{mean}(X)`, the same at every temperature.
+
+    Parameters
+    ----------
+    d
+        Token dimension.
+    rho
+        Weight :math:`\rho` of the skip connection.
+    beta
+        Scale :math:`\beta` of the value matrix.
+    role
+        Name of the layer's job in the construction.
+    """
     return SALayer(Fraction(rho), Fraction(0), zeros(d), zeros(d), Fraction(beta), role)
 
 
 @dataclass(frozen=True)
 class Block:
-    """One transformer block: ``SA(FF(X))``, with the name of the phase it belongs to."""
+    r"""One transformer block, :math:`\mathrm{SA}(\mathrm{FF}(X))`, with the name of the phase it belongs to.
+
+    Parameters
+    ----------
+    ff
+        The feed-forward layer, applied first.
+    sa
+        The self-attention layer.
+    phase
+        Name of the construction phase.
+    """
 
     ff: FFLayer
     sa: SALayer
@@ -186,17 +254,36 @@ def _apply_ff(layer: FFLayer, states: list[np.ndarray]) -> list[np.ndarray]:
 
 @dataclass(frozen=True)
 class InterpolatingTransformer:
-    """The network built by :func:`sxor.interp.construct.construct`; ``T(X)`` maps tokens
-    ``[n, d]`` to ``[n, d]``. Frozen: build it complete, change the temperature with
-    :meth:`at_temperature`.
+    r"""The network built by :func:`sxor.interp.construct.construct`; :math:`T(X)` maps tokens ``[n, d]`` to ``[n, d]``.
 
-    ``attention`` is ``"hardmax"`` (``tau = 0``) or ``"softmax"`` (temperature ``tau``). For a
-    softmax network, ``gap`` (``Delta``) and ``spread`` (``max_j (n_j - 1) D_j``) define the
-    collapse error ``epsilon(tau) = spread * exp(-gap / tau)``, ``radius`` is the largest
-    collapse error the later layers absorb exactly, and :attr:`tau_max` is the temperature below
-    which ``epsilon(tau) < radius``. ``gap is None`` for a softmax network with no
-    temperature-dependent layer (exact at every ``tau``). ``info`` records the construction
-    (``N``, ``n``, ``m``, ``route``, ``separation_moves``, ...)."""
+    Frozen: build it complete, change the temperature with
+    :meth:`~sxor.interp.network.InterpolatingTransformer.at_temperature`. For a softmax network,
+    ``gap`` (:math:`\Delta`) and ``spread`` (:math:`\max_j (n_j - 1) D_j`) define the collapse error
+    :math:`\epsilon(\tau) = \mathrm{spread} \cdot e^{-\Delta / \tau}`, ``radius`` is the largest
+    collapse error the later layers absorb exactly, and
+    :attr:`~sxor.interp.network.InterpolatingTransformer.tau_max` is the temperature below which
+    :math:`\epsilon(\tau) < \mathrm{radius}`.
+
+    Parameters
+    ----------
+    blocks
+        The blocks, in order.
+    d
+        Token dimension.
+    attention
+        ``"hardmax"`` (:math:`\tau = 0`) or ``"softmax"`` (temperature ``tau``).
+    tau
+        Temperature of a softmax network.
+    gap
+        Score gap :math:`\Delta` of the softmax collapse; ``None`` for a softmax network with no
+        temperature-dependent layer (exact at every :math:`\tau`).
+    spread
+        :math:`\max_j (n_j - 1) D_j`, the prefactor of the collapse error.
+    radius
+        Largest collapse error the later layers absorb exactly.
+    info
+        Record of the construction (``N``, ``n``, ``m``, ``route``, ``separation_moves``, ...).
+    """
 
     blocks: tuple[Block, ...]
     d: int
@@ -231,9 +318,12 @@ class InterpolatingTransformer:
         return [Fraction(p) for p in out]
 
     def parameter_sizes(self) -> tuple[Fraction, int]:
-        """``(max |parameter|, max bit length)``: the largest absolute value of a stored parameter and
-        the largest bit length of a numerator or denominator among them (the size of the numbers,
-        which grows as hats get steeper: a hat's slopes are ``1/gap``)."""
+        r"""``(max |parameter|, max bit length)`` of the stored parameters.
+
+        The largest absolute value of a stored parameter and the largest bit length of a numerator or
+        denominator among them (the size of the numbers, which grows as hats get steeper: a hat's slopes
+        are :math:`1/\mathrm{gap}`).
+        """
         params = self.parameters()
         big = max((abs(p) for p in params), default=Fraction(0))
         bits = max((max(p.numerator.bit_length(), p.denominator.bit_length()) for p in params), default=0)
@@ -252,9 +342,11 @@ class InterpolatingTransformer:
 
     @property
     def tau_max_mp(self) -> mpmath.mpf:
-        """:attr:`tau_max` as an ``mpmath.mpf`` (53-bit mantissa, unbounded exponent): computed
-        from the exact ``gap``, ``spread`` and ``radius`` without converting them to float, so it
-        neither overflows nor underflows whatever the size of the coordinates."""
+        r"""``tau_max`` as an ``mpmath.mpf`` (53-bit mantissa, unbounded exponent).
+
+        Computed from the exact ``gap``, ``spread`` and ``radius`` without converting them to float, so
+        it neither overflows nor underflows whatever the size of the coordinates.
+        """
         if self.attention != "softmax":
             return mpmath.mpf(0)
         if self.gap is None:
@@ -267,17 +359,32 @@ class InterpolatingTransformer:
 
     @property
     def tau_max(self) -> float:
-        """The largest temperature of the softmax guarantee, ``gap / log(spread / radius)``, so that
-        ``epsilon(tau) < radius`` for ``0 < tau < tau_max``; ``inf`` when ``spread <= radius`` or
-        when no layer depends on the temperature. Hardmax transformers return 0. A float: a value
-        beyond the float range reads ``inf`` (and one below it ``0.0``); :attr:`tau_max_mp` holds
-        it exactly in range, and :func:`sxor.interp.construct.construct` uses that one."""
+        r"""The largest temperature of the softmax guarantee, :math:`\Delta / \log(\mathrm{spread} / \mathrm{radius})`.
+
+        So that :math:`\epsilon(\tau) < \mathrm{radius}` for :math:`0 < \tau < \tau_\mathrm{max}`;
+        ``inf`` when :math:`\mathrm{spread} \le \mathrm{radius}` or when no layer depends on the
+        temperature. Hardmax transformers return 0. A float: a value beyond the float range reads
+        ``inf`` (and one below it ``0.0``);
+        :attr:`~sxor.interp.network.InterpolatingTransformer.tau_max_mp` holds it exactly in range, and
+        :func:`sxor.interp.construct.construct` uses that one.
+        """
         return float(self.tau_max_mp)
 
     def error_bound(self, tau) -> mpmath.mpf:
-        """``epsilon(tau) = spread * exp(-gap / tau)``: the collapse error at ``0 < tau`` (0 for a
-        softmax network with no temperature-dependent layer). Refuses hardmax networks and
-        ``tau <= 0``, NaN or infinity."""
+        r"""The collapse error :math:`\epsilon(\tau) = \mathrm{spread} \cdot e^{-\Delta/\tau}` at :math:`\tau > 0`.
+
+        0 for a softmax network with no temperature-dependent layer.
+
+        Parameters
+        ----------
+        tau
+            Temperature, finite and :math:`> 0`.
+
+        Raises
+        ------
+        ValueError
+            for hardmax networks and ``tau <= 0``, NaN or infinity.
+        """
         if self.attention != "softmax":
             raise ValueError("error_bound is defined for softmax transformers only (hardmax is exact)")
         if isinstance(tau, (bool, str, complex)) or not isinstance(tau, (numbers.Real, Fraction)):
@@ -292,7 +399,14 @@ class InterpolatingTransformer:
         )
 
     def at_temperature(self, tau) -> "InterpolatingTransformer":
-        """A copy of this softmax network at temperature ``tau`` (finite, ``> 0``)."""
+        r"""A copy of this softmax network at temperature ``tau``.
+
+        Parameters
+        ----------
+        tau
+            New temperature, an int or Fraction :math:`> 0` (see
+            :func:`~sxor.interp.network.check_temperature`).
+        """
         if self.attention != "softmax":
             raise ValueError("only a softmax transformer has a temperature")
         return dataclasses.replace(self, tau=check_temperature(tau))
@@ -306,7 +420,13 @@ class InterpolatingTransformer:
             )
 
     def trajectory(self, X) -> list:
-        """Tokens after each layer: ``[X, FF_1(X), SA_1(FF_1(X)), ...]`` (length ``2L + 1``)."""
+        r"""Tokens after each layer: :math:`[X, \mathrm{FF}_1(X), \mathrm{SA}_1(\mathrm{FF}_1(X)), \dots]` (length :math:`2L + 1`).
+
+        Parameters
+        ----------
+        X
+            Input tokens ``[n, d]``.
+        """
         self._check(X)
         states = [X]
         for block in self.blocks:
@@ -315,16 +435,36 @@ class InterpolatingTransformer:
         return states
 
     def __call__(self, X):
-        """Output tokens ``T(X) [n, d]`` (exact for Fraction ``X`` and hardmax; float for float
-        ``X``). Refuses a sequence whose token dimension is not ``d``."""
+        r"""Output tokens :math:`T(X)`, ``[n, d]``.
+
+        Exact for Fraction ``X`` and hardmax; float for float ``X``.
+
+        Parameters
+        ----------
+        X
+            Input tokens ``[n, d]``.
+
+        Raises
+        ------
+        ValueError
+            for a sequence whose token dimension is not ``d``.
+        """
         self._check(X)
         for block in self.blocks:
             X = block.sa(block.ff(X), self.tau)
         return X
 
     def snapshots(self, sequences: Sequence) -> dict[str, list]:
-        """Tokens of every sequence at the end of each phase: ``"input"``, then each phase name
-        in order, and ``"leaders"`` (just before the collapse SA) when there is a collapse."""
+        r"""Tokens of every sequence at the end of each phase.
+
+        Keys: ``"input"``, then each phase name in order, and ``"leaders"`` (just before the collapse
+        SA) when there is a collapse.
+
+        Parameters
+        ----------
+        sequences
+            List of input sequences ``[n_j, d]``.
+        """
         states = list(sequences)
         for s in states:
             self._check(s)
@@ -340,9 +480,19 @@ class InterpolatingTransformer:
         return out
 
     def map(self, sequences: Sequence) -> list:
-        """``[T(X) for X in sequences]``, with each FF applied once to all sequences' tokens.
-        Raises TypeError unless ``sequences`` is a list (or tuple) of sequences, and as
-        :meth:`__call__` does for each of them."""
+        r"""``[T(X) for X in sequences]``, with each FF applied once to all sequences' tokens.
+
+        Parameters
+        ----------
+        sequences
+            A list (or tuple) of input sequences ``[n_j, d]``.
+
+        Raises
+        ------
+        TypeError
+            unless ``sequences`` is a list (or tuple) of sequences; and as ``T(X)`` does for each of
+            them.
+        """
         if not isinstance(sequences, (list, tuple)):
             raise TypeError(f"sequences must be a list of [n, d] sequences, got {type(sequences).__name__}")
         states = list(sequences)
@@ -355,10 +505,21 @@ class InterpolatingTransformer:
 
 
 def check_temperature(tau) -> Fraction:
-    """A softmax temperature as a Fraction. Accepts an int or Fraction ``tau > 0`` (the exact
-    side of Part II refuses floats, see :mod:`sxor.interp.exact`: pass ``Fraction(0.1)`` or
-    ``Fraction("0.1")`` on purpose); refuses ``tau <= 0``, floats (NaN and infinity included),
-    bool, complex and strings with a ``ValueError``."""
+    r"""A softmax temperature as a Fraction.
+
+    The exact side of Part II refuses floats (see :mod:`sxor.interp.exact`): pass
+    ``Fraction(0.1)`` or ``Fraction("0.1")`` on purpose.
+
+    Parameters
+    ----------
+    tau
+        An int or Fraction :math:`> 0`.
+
+    Raises
+    ------
+    ValueError
+        for ``tau <= 0``, floats (NaN and infinity included), bool, complex and strings.
+    """
     if isinstance(tau, (float, np.floating)):
         if not math.isfinite(float(tau)):
             raise ValueError(f"tau must be finite and > 0, got {tau}")

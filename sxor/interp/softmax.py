@@ -1,21 +1,27 @@
-"""Softmax attention near hardmax, and ReLU "snap" layers that finish a collapse exactly.
+r"""Softmax attention near hardmax, and ReLU "snap" layers that finish a collapse exactly.
 
 This book's derivation (chapter "Softmax collapse"; the paper's text was not available). For a
-query ``i`` let ``C_i`` be the hardmax argmax set, ``k_i = |C_i|``, and ``g_i > 0`` the *score
-gap*: the largest score minus the largest score outside ``C_i``. The softmax weight outside
-``C_i`` is
+query :math:`i` let :math:`C_i` be the hardmax argmax set, :math:`k_i = |C_i|`, and
+:math:`g_i > 0` the *score gap*: the largest score minus the largest score outside :math:`C_i`.
+The softmax weight outside :math:`C_i` is
 
-``eps_i(tau) = sum_{l not in C_i} pi_il <= (n - k_i) e^{-g_i/tau} / (k_i + (n - k_i) e^{-g_i/tau})
-<= ((n - k_i) / k_i) e^{-g_i/tau}``,
+.. math::
+   \begin{aligned}
+   \varepsilon_i(\tau) = \sum_{l \notin C_i} \pi_{il}
+   &\le \frac{(n - k_i)\, e^{-g_i/\tau}}{k_i + (n - k_i)\, e^{-g_i/\tau}} \\
+   &\le \frac{n - k_i}{k_i}\, e^{-g_i/\tau},
+   \end{aligned}
 
-and, because the weights on ``C_i`` are equal, the softmax output differs from the hardmax one
-by exactly ``eps_i V (xbar_i - m_i)`` with ``m_i`` the mean of ``C_i`` and ``xbar_i`` the
-softmax-weighted mean outside ``C_i``.
+and, because the weights on :math:`C_i` are equal, the softmax output differs from the hardmax
+one by exactly :math:`\varepsilon_i V (\bar x_i - m_i)` with :math:`m_i` the mean of :math:`C_i`
+and :math:`\bar x_i` the softmax-weighted mean outside :math:`C_i`.
 
-A snap layer (``eta = 0``, width 3) maps the slab ``|<v, x> - s| <= h`` exactly onto a point
-``p`` and the rest of space onto the line ``p + R q``:
+A snap layer (:math:`\eta = 0`, width 3) maps the slab :math:`|\langle v, x \rangle - s| \le h`
+exactly onto a point :math:`p` and the rest of space onto the line :math:`p + \mathbb{R} q`:
 
-``snap(x) = p + q [relu(<v, x> - s - h) - relu(s - h - <v, x>)]``.
+.. math::
+   \operatorname{snap}(x) = p + q \big[\operatorname{relu}(\langle v, x \rangle - s - h)
+   - \operatorname{relu}(s - h - \langle v, x \rangle)\big].
 """
 
 from __future__ import annotations
@@ -45,10 +51,22 @@ from .layers import (
 
 
 def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
-    """For each query of one sequence ``X [n, d]``: the size ``k_i`` of its argmax set and its
-    score gap ``g_i`` (``math.inf`` when every score ties). Exact (Fractions) for exact ``X``.
-    Accepts one sequence (float tensor/array or exact object array) and ``A [d, d]``; refuses a batch
-    of sequences and whatever :func:`sxor.interp.layers.attention_scores` refuses."""
+    r"""For each query of one sequence: the size :math:`k_i` of its argmax set and its score gap :math:`g_i`.
+
+    :math:`g_i` is ``math.inf`` when every score ties. Exact (Fractions) for exact ``X``.
+
+    Parameters
+    ----------
+    X
+        One sequence ``[n, d]`` (float tensor/array or exact object array).
+    A
+        Key-query matrix ``[d, d]``.
+
+    Raises
+    ------
+    ValueError
+        for a batch of sequences and whatever :func:`sxor.interp.layers.attention_scores` refuses.
+    """
     S = attention_scores(X, A)
     if S.ndim != 2:
         raise ValueError(f"score_gaps takes one sequence X [n, d], got scores of shape {tuple(S.shape)}")
@@ -63,10 +81,26 @@ def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
 
 
 def log_nonmax_weight(X: Array, A: Array, tau: float) -> torch.Tensor:
-    """``log eps_i(tau)`` per query, ``eps_i`` the softmax weight outside the hardmax argmax set,
-    computed by log-sum-exp in float64 (no underflow even when ``eps_i < 1e-300``); ``-inf``
-    when every score ties. The argmax sets are exact for exact ``X``. Refuses ``tau <= 0``, NaN and
-    infinity, and whatever :func:`sxor.interp.layers.attention_scores` refuses."""
+    r""":math:`\log \varepsilon_i(\tau)` per query, :math:`\varepsilon_i` the softmax weight outside the hardmax argmax set.
+
+    Computed by log-sum-exp in float64 (no underflow even when :math:`\varepsilon_i < 10^{-300}`);
+    ``-inf`` when every score ties. The argmax sets are exact for exact ``X``.
+
+    Parameters
+    ----------
+    X
+        One sequence ``[n, d]``.
+    A
+        Key-query matrix ``[d, d]``.
+    tau
+        Temperature :math:`\tau > 0`.
+
+    Raises
+    ------
+    ValueError
+        for ``tau <= 0``, NaN and infinity, and whatever
+        :func:`sxor.interp.layers.attention_scores` refuses.
+    """
     tau = _check_tau(tau)
     if tau == 0:
         raise ValueError("tau must be > 0 (at tau = 0 the weight outside the argmax set is 0)")
@@ -79,11 +113,31 @@ def log_nonmax_weight(X: Array, A: Array, tau: float) -> torch.Tensor:
 
 
 def log_nonmax_weight_bound(n: int, k: object, gap: object, tau: float) -> torch.Tensor:
-    """Log of the worst case of ``eps_i`` over all score rows with ``k`` maximisers and gap
-    ``gap``: ``log[(n - k) e^{-gap/tau} / (k + (n - k) e^{-gap/tau})]``, attained when every
-    other score is exactly ``gap`` below the top. In logs, so it never underflows; ``-inf`` when
-    ``k = n`` (everything ties, softmax is hardmax). Accepts scalars or tensors for ``k``, ``gap``;
-    refuses ``tau <= 0``, ``k`` outside ``[1, n]`` and ``gap <= 0``."""
+    r"""Log of the worst case of :math:`\varepsilon_i` over all score rows with :math:`k` maximisers and gap :math:`g`.
+
+    The worst case is
+
+    .. math::  \log \frac{(n - k)\, e^{-g/\tau}}{k + (n - k)\, e^{-g/\tau}},
+
+    attained when every other score is exactly :math:`g` below the top. In logs, so it never
+    underflows; ``-inf`` when :math:`k = n` (everything ties, softmax is hardmax).
+
+    Parameters
+    ----------
+    n
+        Number of tokens.
+    k
+        Number of maximisers, in ``[1, n]`` (scalar or tensor).
+    gap
+        Score gap :math:`g > 0` (scalar or tensor).
+    tau
+        Temperature :math:`\tau > 0`.
+
+    Raises
+    ------
+    ValueError
+        for ``tau <= 0``, ``k`` outside ``[1, n]`` and ``gap <= 0``.
+    """
     if tau <= 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     k = torch.as_tensor(k, dtype=torch.float64)
@@ -97,9 +151,27 @@ def log_nonmax_weight_bound(n: int, k: object, gap: object, tau: float) -> torch
 
 
 def softmax_deviation(X: Array, A: Array, rho: Scalar, V: Array, tau: float) -> torch.Tensor:
-    """``|SA_tau(X)_i - SA_0(X)_i|`` (Euclidean, float64) per token: distance from hardmax.
-    Accepts exact or float ``X [n, d]`` and a float ``tau > 0``; refuses what
-    :func:`sxor.interp.layers.self_attention` refuses (non-finite entries, bad shapes, ``tau < 0``)."""
+    r"""Distance from hardmax, :math:`\lVert \mathrm{SA}_\tau(X)_i - \mathrm{SA}_0(X)_i \rVert` (Euclidean, float64), per token.
+
+    Parameters
+    ----------
+    X
+        One sequence ``[n, d]``, exact or float.
+    A
+        Key-query matrix ``[d, d]``.
+    rho
+        Weight :math:`\rho` of the skip connection.
+    V
+        Value matrix ``[d, d]``.
+    tau
+        Temperature, a float :math:`> 0`.
+
+    Raises
+    ------
+    ValueError
+        for what :func:`sxor.interp.layers.self_attention` refuses (non-finite entries, bad shapes,
+        ``tau < 0``).
+    """
     Xf = torch.as_tensor(np.asarray(X, dtype=np.float64)) if isinstance(X, np.ndarray) else X.to(torch.float64)
     hard = self_attention(X, A, rho, V, 0)
     hard = torch.as_tensor(np.asarray(hard, dtype=np.float64)) if isinstance(hard, np.ndarray) else hard
@@ -113,14 +185,32 @@ def softmax_deviation(X: Array, A: Array, rho: Scalar, V: Array, tau: float) -> 
 
 
 def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[str, object]:
-    """Parameters of the width-3, ``eta = 0`` feed-forward layer
-    ``snap(x) = p + q [relu(<v, x> - s - h) - relu(s - h - <v, x>)]``, for
-    ``feed_forward(X, **params)``.
+    r"""Parameters of the width-3, :math:`\eta = 0` feed-forward snap layer, for ``feed_forward(X, **params)``.
 
-    On the slab ``|<v, x> - s| <= h`` both ReLUs are off, so the output is exactly ``p`` (in
-    float too: the two products are ``0`` and ``p * 1``). Exact parameters (Fractions) when
-    every argument is rational, float64 numpy arrays otherwise. Refuses vectors ``v, p, q`` of
-    different lengths, ``h <= 0``, ``v = 0``, and NaN or infinite entries (``ValueError``).
+    The layer is
+    :math:`\operatorname{snap}(x) = p + q [\operatorname{relu}(\langle v, x \rangle - s - h) - \operatorname{relu}(s - h - \langle v, x \rangle)]`.
+    On the slab :math:`|\langle v, x \rangle - s| \le h` both ReLUs are off, so the output is exactly
+    :math:`p` (in float too: the two products are 0 and :math:`p \cdot 1`). Exact parameters
+    (Fractions) when every argument is rational, float64 numpy arrays otherwise.
+
+    Parameters
+    ----------
+    v
+        Direction ``[d]`` of the slab, nonzero.
+    s
+        Centre of the slab along :math:`v`.
+    h
+        Half-width of the slab, :math:`h > 0`.
+    p
+        Point ``[d]`` that the slab is mapped onto.
+    q
+        Exit direction ``[d]`` for points outside the slab.
+
+    Raises
+    ------
+    ValueError
+        for vectors ``v, p, q`` of different lengths, ``h <= 0``, ``v = 0``, and NaN or infinite
+        entries.
     """
     try:
         v, p, q = as_exact(v, "v"), as_exact(p, "p"), as_exact(q, "q")
@@ -154,21 +244,41 @@ def snap_temperature_bound(
     X: Array, A: Array, rho: Scalar, V: Array, v: object, s: float, h: float, tokens: list[int],
     kind: str = "gap",
 ) -> float:
-    """Largest ``tau`` for which a bound guarantees that every token in ``tokens`` leaves the
-    softmax layer inside the slab ``|<v, y> - s| <= h``. With ``a_i = |<v, y_i^0> - s|`` for the
-    hardmax image ``y_i^0`` and the exact identity ``y_i^tau - y_i^0 = sum_{l not in C_i} pi_il
-    V (x_l - m_i)``:
+    r"""Largest :math:`\tau` for which a bound guarantees that every token in ``tokens`` leaves the softmax layer inside the slab.
 
-    * ``kind="gap"`` (closed form): with ``D_i = max_{l not in C_i} |<v, V (x_l - m_i)>|`` and
-      ``r_i = (h - a_i) / D_i``, the worst-case ``eps_i`` is at most ``r_i`` as soon as
-      ``tau <= g_i / log((n - k_i)(1 - r_i) / (r_i k_i))``.
-    * ``kind="per-token"``: ``pi_il <= e^{-(s_top - s_il)/tau} / k_i`` for each ``l``, so the
-      shift along ``v`` is at most ``B_i(tau) = (1/k_i) sum_{l not in C_i} |<v, V (x_l - m_i)>|
-      e^{-(s_top - s_il)/tau}``, increasing in ``tau``; the largest ``tau`` with
-      ``B_i(tau) <= h - a_i`` is found by bisection (to relative ``1e-12``).
+    The slab is :math:`|\langle v, y \rangle - s| \le h`. With
+    :math:`a_i = |\langle v, y_i^0 \rangle - s|` for the hardmax image :math:`y_i^0` and the exact
+    identity :math:`y_i^\tau - y_i^0 = \sum_{l \notin C_i} \pi_{il} V (x_l - m_i)`:
 
-    Returns ``math.inf`` when every ``tau`` works; raises ``ValueError`` when a hardmax image
-    already lies outside the slab or ``kind`` is unknown.
+    * ``kind="gap"`` (closed form): with
+      :math:`D_i = \max_{l \notin C_i} |\langle v, V (x_l - m_i) \rangle|` and
+      :math:`r_i = (h - a_i) / D_i`, the worst-case :math:`\varepsilon_i` is at most :math:`r_i` as
+      soon as :math:`\tau \le g_i / \log\big((n - k_i)(1 - r_i) / (r_i k_i)\big)`.
+    * ``kind="per-token"``: :math:`\pi_{il} \le e^{-(s_\mathrm{top} - s_{il})/\tau} / k_i` for each
+      :math:`l`, so the shift along :math:`v` is at most
+      :math:`B_i(\tau) = \frac{1}{k_i} \sum_{l \notin C_i} |\langle v, V (x_l - m_i) \rangle|\, e^{-(s_\mathrm{top} - s_{il})/\tau}`,
+      increasing in :math:`\tau`; the largest :math:`\tau` with :math:`B_i(\tau) \le h - a_i` is
+      found by bisection (to relative :math:`10^{-12}`).
+
+    Returns ``math.inf`` when every :math:`\tau` works.
+
+    Parameters
+    ----------
+    X
+        One sequence ``[n, d]``.
+    A, rho, V
+        Parameters of the softmax self-attention layer.
+    v, s, h
+        Direction, centre and half-width of the slab.
+    tokens
+        Indices of the tokens that must land in the slab.
+    kind
+        ``"gap"`` or ``"per-token"``.
+
+    Raises
+    ------
+    ValueError
+        when a hardmax image already lies outside the slab or ``kind`` is unknown.
     """
     if kind not in ("gap", "per-token"):
         raise ValueError(f"kind must be 'gap' or 'per-token', got {kind!r}")
@@ -215,8 +325,26 @@ def snap_temperature_bound(
 
 
 def lands_in_slab(X: Array, A: Array, rho: Scalar, V: Array, tau: float, v: object, s: float, h: float, tokens: list[int]) -> bool:
-    """Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab.
-    Refuses what :func:`sxor.interp.layers.self_attention` refuses."""
+    r"""Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab :math:`|\langle v, y \rangle - s| \le h`.
+
+    Parameters
+    ----------
+    X
+        One sequence ``[n, d]``.
+    A, rho, V
+        Parameters of the self-attention layer.
+    tau
+        Temperature.
+    v, s, h
+        Direction, centre and half-width of the slab.
+    tokens
+        Indices of the tokens to check.
+
+    Raises
+    ------
+    ValueError
+        for what :func:`sxor.interp.layers.self_attention` refuses.
+    """
     Xf = torch.as_tensor(np.asarray(X, dtype=np.float64))
     out = self_attention(Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau)
     proj = out[tokens] @ torch.as_tensor(np.asarray(v, dtype=np.float64))
@@ -227,10 +355,29 @@ def largest_snapping_temperature(
     X: Array, A: Array, rho: Scalar, V: Array, v: object, s: float, h: float, tokens: list[int],
     tau_min: float = 1e-4, tau_max: float = 1e2, num: int = 121, refine: int = 40,
 ) -> float:
-    """Measured threshold: the largest ``tau`` such that :func:`lands_in_slab` holds at ``tau`` and at
-    every smaller point of a log grid ``[tau_min, tau_max]``, refined by bisection between the
-    last success and the first failure. Raises if even ``tau_min`` fails; returns ``tau_max`` if
-    no grid point fails."""
+    r"""Measured threshold: the largest :math:`\tau` at which the softmax layer still lands ``tokens`` in the slab.
+
+    The largest :math:`\tau` such that :func:`~sxor.interp.softmax.lands_in_slab` holds at
+    :math:`\tau` and at every smaller point of a log grid on ``[tau_min, tau_max]``, refined by
+    bisection between the last success and the first failure. Returns ``tau_max`` if no grid point
+    fails.
+
+    Parameters
+    ----------
+    X, A, rho, V, v, s, h, tokens
+        As in :func:`~sxor.interp.softmax.snap_temperature_bound`.
+    tau_min, tau_max
+        Ends of the log grid.
+    num
+        Number of grid points.
+    refine
+        Number of bisection steps.
+
+    Raises
+    ------
+    ValueError
+        if even ``tau_min`` fails.
+    """
     grid = np.geomspace(tau_min, tau_max, num)
     ok = [lands_in_slab(X, A, rho, V, float(t), v, s, h, tokens) for t in grid]
     if not ok[0]:
@@ -272,28 +419,52 @@ def _interval_ends(x: mpmath.ctx_iv.ivmpf) -> tuple[Fraction, Fraction]:
 def softmax_attention_enclosure(
     X: object, A: object, rho: object, V: object, tau: object, prec: int = 200
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rigorous bounds ``lo <= SA_tau(X) <= hi`` (entrywise, exact Fractions) on the softmax
-    self-attention of one exact sequence ``X [n, d]``, for rational ``tau > 0``.
+    r"""Rigorous bounds ``lo <= SA_tau(X) <= hi`` (entrywise, exact Fractions) on softmax self-attention.
 
-    **Deviation form.** With ``C_i`` the hardmax argmax set of query ``i`` and ``m_i`` the mean of
-    its tokens (exact), ``sum_l pi_il x_l = m_i + sum_{l not in C_i} pi_il (x_l - m_i)``, because
-    the weights on ``C_i`` are equal and ``sum_{l in C_i} (x_l - m_i) = 0``. So
+    For one exact sequence ``X [n, d]`` and a rational :math:`\tau > 0`.
 
-    ``SA_tau(X)_i = [rho x_i + V m_i] + V sum_{l not in C_i} pi_il (x_l - m_i)``:
+    **Deviation form.** With :math:`C_i` the hardmax argmax set of query :math:`i` and :math:`m_i`
+    the mean of its tokens (exact),
+    :math:`\sum_l \pi_{il} x_l = m_i + \sum_{l \notin C_i} \pi_{il} (x_l - m_i)`, because the weights
+    on :math:`C_i` are equal and :math:`\sum_{l \in C_i} (x_l - m_i) = 0`. So
+
+    .. math::
+       \mathrm{SA}_\tau(X)_i = [\rho x_i + V m_i] + V \sum_{l \notin C_i} \pi_{il} (x_l - m_i):
 
     the first term (the hardmax output) is computed exactly, and only the small deviation is
     enclosed, in ``mpmath.iv`` interval arithmetic at ``prec`` bits with outward rounding. The box
-    is therefore centred on an exact point and its width is about ``2^-prec`` times the size of
-    the *deviation* (not of the tokens): it does not grow with the coordinates, so a box is tight
-    for coordinates of any size.
+    is therefore centred on an exact point and its width is about :math:`2^{-\mathrm{prec}}` times
+    the size of the *deviation* (not of the tokens): it does not grow with the coordinates, so a box
+    is tight for coordinates of any size.
 
-    The weights ``pi_il = 1 / sum_k exp((s_ik - s_il) / tau)`` are enclosed without evaluating any
-    huge exponential: a term with exponent below ``-M`` is enclosed by ``[0, e^-M]``, and a weight
-    whose normaliser has an exponent above ``M`` by ``[0, e^-M]`` (both rigorous, since ``exp``
-    is increasing), with ``M = 2 prec + log2(1 + max_l |x_l - m_i|_1 |V|)`` (rounded up) so that a clamped weight
-    moves the output by at most about ``e^{-2 prec}``. The work is bounded for every ``tau > 0``.
-    Refuses ``tau <= 0``, floats anywhere (see :mod:`sxor.interp.exact`), ``X`` that is not
-    ``[n, d]`` and ``V`` that is not ``[d, d]``.
+    The weights :math:`\pi_{il} = 1 / \sum_k \exp((s_{ik} - s_{il}) / \tau)` are enclosed without
+    evaluating any huge exponential: a term with exponent below :math:`-M` is enclosed by
+    :math:`[0, e^{-M}]`, and a weight whose normaliser has an exponent above :math:`M` by
+    :math:`[0, e^{-M}]` (both rigorous, since :math:`\exp` is increasing), with
+    :math:`M = 2\,\mathrm{prec} + \log_2(1 + \max_l \lVert x_l - m_i \rVert_1 |V|)` (rounded up) so
+    that a clamped weight moves the output by at most about :math:`e^{-2\,\mathrm{prec}}`. The work
+    is bounded for every :math:`\tau > 0`.
+
+    Parameters
+    ----------
+    X
+        One exact sequence ``[n, d]``.
+    A
+        Key-query matrix ``[d, d]`` (exact).
+    rho
+        Weight :math:`\rho` of the skip connection (exact).
+    V
+        Value matrix ``[d, d]`` (exact).
+    tau
+        Rational temperature :math:`\tau > 0`.
+    prec
+        Working precision of the interval arithmetic, in bits.
+
+    Raises
+    ------
+    ValueError
+        for ``tau <= 0``, floats anywhere (see :mod:`sxor.interp.exact`), ``X`` that is not
+        ``[n, d]`` and ``V`` that is not ``[d, d]``.
     """
     X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
     rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
@@ -349,18 +520,34 @@ def softmax_attention_enclosure(
 def feed_forward_enclosure(
     lo: object, hi: object, eta: object, W: object, U: object, b: object
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Rigorous interval image of the boxes ``[lo_i, hi_i]`` (one per token, ``[n, d]`` each)
-    under ``FF(x) = eta x + W relu(Ux + b)``, with exact Fraction endpoints.
+    r"""Rigorous interval image of the boxes ``[lo_i, hi_i]`` under :math:`\mathrm{FF}(x) = \eta x + W \operatorname{relu}(Ux + b)`.
 
-    Each pre-activation ``U_k x + b_k`` is bounded over the box by choosing ``lo`` or ``hi`` by the
-    sign of ``U_kj``. When every pre-activation has one sign on the box (the activation pattern is
-    constant), the layer *is* the affine map ``x -> (eta I + W_on U_on) x + W_on b_on`` there, and
-    the enclosure is the exact bounding box of the image (no dependency loss: a layer that is
-    constant on the box, e.g. a snap layer on its slab, gives ``lo == hi``, and a layer that is the
-    identity on the box returns the box). Otherwise ReLU is bounded monotonically and the output
-    sums by the signs of ``W`` and ``eta``. Refuses floats (see :mod:`sxor.interp.exact`),
-    ``lo > hi`` anywhere, and shapes other than ``lo, hi [n, d]``, ``U [w, d]``, ``b [w]``,
-    ``W [d, w]``.
+    One box per token, exact Fraction endpoints. Each pre-activation :math:`U_k x + b_k` is bounded
+    over the box by choosing ``lo`` or ``hi`` by the sign of :math:`U_{kj}`. When every
+    pre-activation has one sign on the box (the activation pattern is constant), the layer *is* the
+    affine map :math:`x \mapsto (\eta I + W_\mathrm{on} U_\mathrm{on}) x + W_\mathrm{on} b_\mathrm{on}`
+    there, and the enclosure is the exact bounding box of the image (no dependency loss: a layer that
+    is constant on the box, e.g. a snap layer on its slab, gives ``lo == hi``, and a layer that is
+    the identity on the box returns the box). Otherwise ReLU is bounded monotonically and the output
+    sums by the signs of :math:`W` and :math:`\eta`.
+
+    Parameters
+    ----------
+    lo, hi
+        Lower and upper corners of the boxes, ``[n, d]`` each (exact).
+    eta
+        Weight :math:`\eta` of the skip connection.
+    W
+        Output weights ``[d, w]``.
+    U
+        Input weights ``[w, d]``.
+    b
+        Hidden biases ``[w]``.
+
+    Raises
+    ------
+    ValueError
+        for floats (see :mod:`sxor.interp.exact`), ``lo > hi`` anywhere, and other shapes.
     """
     lo, hi = as_exact(lo, "lo"), as_exact(hi, "hi")
     W, U, b, eta = as_exact(W, "W"), as_exact(U, "U"), as_exact(b, "b"), as_exact(eta, "eta").item()
@@ -399,10 +586,26 @@ def feed_forward_enclosure(
 
 
 def mean_attention_enclosure(lo: object, hi: object, rho: object, beta: object) -> tuple[np.ndarray, np.ndarray]:
-    """Rigorous interval image of the boxes ``[lo_i, hi_i]`` of one sequence under the attention
-    layer with ``A = 0`` (equal scores, so ``pi_il = 1/n`` at every temperature) and ``V = beta I``:
-    ``x_i -> rho x_i + beta mean_l x_l``. Exact Fraction endpoints; refuses floats and
-    mismatched shapes."""
+    r"""Rigorous interval image of the boxes ``[lo_i, hi_i]`` under mean attention.
+
+    The attention layer with :math:`A = 0` (equal scores, so :math:`\pi_{il} = 1/n` at every
+    temperature) and :math:`V = \beta I` maps :math:`x_i \mapsto \rho x_i + \beta \frac{1}{n} \sum_l x_l`.
+    Exact Fraction endpoints.
+
+    Parameters
+    ----------
+    lo, hi
+        Lower and upper corners of the boxes of one sequence, ``[n, d]`` each.
+    rho
+        Weight :math:`\rho` of the skip connection.
+    beta
+        Scale :math:`\beta` of the value matrix.
+
+    Raises
+    ------
+    ValueError
+        for floats and mismatched shapes.
+    """
     lo, hi = as_exact(lo, "lo"), as_exact(hi, "hi")
     rho, beta = as_exact(rho, "rho").item(), as_exact(beta, "beta").item()
     if lo.shape != hi.shape or lo.ndim != 2:

@@ -1,20 +1,27 @@
-"""An ordinary one-layer, two-head transformer with a CLS token that computes exactly ``f(x)``.
+r"""An ordinary one-layer, two-head transformer with a CLS token that computes exactly :math:`f(x)`.
 
-Tokens live in ``R^D``, ``D = m + 3``, laid out as ``[position (m) | bit one-hot (2) | CLS flag (1)]``:
+Tokens live in :math:`\mathbb{R}^D`, :math:`D = m + 3`, laid out as
+``[position (m) | bit one-hot (2) | CLS flag (1)]``:
 
-* input token ``i`` (``i = 1..d``): ``z_i = (v_i, 1{x_i = +1}, 1{x_i = -1}, 0)``, the sum of a
-  positional embedding (the frozen ``v_i``) and a bit embedding;
-* the CLS token, prepended at index 0: ``z_0 = e_CLS = (0, ..., 0, 0, 0, 1)`` (``m + 2`` zeros, then 1).
+* input token :math:`i` (:math:`i = 1, \dots, d`):
+  :math:`z_i = (v_i, \mathbb{1}\{x_i = +1\}, \mathbb{1}\{x_i = -1\}, 0)`, the sum of a positional
+  embedding (the frozen :math:`v_i`) and a bit embedding;
+* the CLS token, prepended at index 0: :math:`z_0 = e_\mathrm{CLS} = (0, \dots, 0, 0, 0, 1)`
+  (:math:`m + 2` zeros, then 1).
 
-Head ``h`` has ``W_Q^h, W_K^h [m, D]`` and ``W_V^h [1, D]``, and standard (unscaled) softmax
-attention with a structural mask: no token attends to the CLS token. Structural zeros make the
-keys depend on the position only and the values on the bit only:
+Head :math:`h` has ``W_Q^h, W_K^h [m, D]`` and ``W_V^h [1, D]``, and standard (unscaled)
+softmax attention with a structural mask: no token attends to the CLS token. Structural zeros
+make the keys depend on the position only and the values on the bit only:
 
-.. math::  W_Q^h = \\theta_h e_{CLS}^\\top,\\quad W_K^h = [I_m\\;0\\;0\\;0],\\quad W_V^h = (0, \\dots, 0, 1, -1, 0),
+.. math::
+   W_Q^h = \theta_h e_\mathrm{CLS}^\top,\quad W_K^h = [I_m\;0\;0\;0],\quad
+   W_V^h = (0, \dots, 0, 1, -1, 0),
 
-so the CLS query of head ``h`` is ``theta_h``, its scores are ``v_i . theta_h`` and its output is
-``o_h = sum_i gamma_i^h x_i``. The read-out is a fixed two-unit layer with square activation,
-``f = -1/4 (o_1 + o_2)^2 + 1/4 (o_1 - o_2)^2 = -o_1 o_2`` (polarisation), which is ``f(x)``.
+so the CLS query of head :math:`h` is :math:`\theta_h`, its scores are :math:`v_i \cdot \theta_h`
+and its output is :math:`o_h = \sum_i \gamma_i^h x_i`. The read-out is a fixed two-unit layer
+with square activation,
+:math:`f = -\frac{1}{4} (o_1 + o_2)^2 + \frac{1}{4} (o_1 - o_2)^2 = -o_1 o_2` (polarisation),
+which is :math:`f(x)`.
 """
 
 from __future__ import annotations
@@ -42,12 +49,23 @@ class CLSWeights(NamedTuple):
 
 
 def token_embeddings(x: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
-    """Token matrix ``Z [..., n, d + 1, m + 3]`` of the module docstring for ``x [..., n, d]``
-    in ``{+1, -1}`` and positional embeddings ``V [..., d, m]`` (CLS token first).
+    r"""Token matrix ``Z [..., n, d + 1, m + 3]`` of the module docstring (CLS token first).
 
-    Raises ArgumentTypeError unless ``V`` is a real floating tensor and ``x`` a real tensor;
-    ValueError unless ``x [..., n, d]`` matches ``V``, has entries in ``{+1, -1}`` and the batch
-    shapes broadcast."""
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]`` with entries in :math:`\{+1, -1\}`.
+    V
+        Positional embeddings ``[..., d, m]``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``V`` is a real floating tensor and ``x`` a real tensor.
+    ValueError
+        unless ``x [..., n, d]`` matches ``V``, has entries in :math:`\{+1, -1\}` and the batch
+        shapes broadcast.
+    """
     d, m = check_embeddings(V)
     check_tensor("x", x, 2)
     if x.is_complex() or x.dtype == torch.bool:
@@ -68,9 +86,24 @@ def token_embeddings(x: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
 
 
 def attention_mask(d: int, *, device: torch.device | str | None = None) -> torch.Tensor:
-    """Boolean mask ``[d + 1, d + 1]``, True where query token ``t`` may attend to key token ``u``:
-    every query attends to the ``d`` input tokens and never to the CLS token. Raises
-    ArgumentTypeError unless ``d`` is an integer, ValueError unless ``d >= 1``."""
+    r"""Boolean mask ``[d + 1, d + 1]``, True where query token :math:`t` may attend to key token :math:`u`.
+
+    Every query attends to the :math:`d` input tokens and never to the CLS token.
+
+    Parameters
+    ----------
+    d
+        Number of input tokens, at least 1.
+    device
+        Device of the result.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``d`` is an integer.
+    ValueError
+        unless ``d >= 1``.
+    """
     d = check_int("d", d, 1)
     mask = torch.ones(d + 1, d + 1, dtype=torch.bool, device=device)
     mask[:, 0] = False
@@ -78,10 +111,21 @@ def attention_mask(d: int, *, device: torch.device | str | None = None) -> torch
 
 
 def cls_weights(theta: torch.Tensor, theta_tilde: torch.Tensor) -> CLSWeights:
-    """The map ``(theta, theta~) -> (W_Q, W_K, W_V)`` of the module docstring (batched).
+    r"""The map :math:`(\theta, \tilde\theta) \mapsto (W_Q, W_K, W_V)` of the module docstring (batched).
 
-    Raises ArgumentTypeError unless both queries are real floating tensors; ValueError unless
-    they share one length ``m``, dtype and device, are finite and their batch shapes broadcast."""
+    Parameters
+    ----------
+    theta, theta_tilde
+        Queries of the two heads, ``[..., m]``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless both queries are real floating tensors.
+    ValueError
+        unless they share one length ``m``, dtype and device, are finite and their batch shapes
+        broadcast.
+    """
     check_tensor("theta", theta, 1, real=True)
     m = theta.shape[-1]
     check_query("theta", theta, m)
@@ -106,18 +150,38 @@ def cls_weights(theta: torch.Tensor, theta_tilde: torch.Tensor) -> CLSWeights:
 
 
 def queries(weights: CLSWeights) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(theta, theta~)`` read back from ``W_Q``: the CLS column ``W_Q^h e_CLS`` of each head."""
+    r""":math:`(\theta, \tilde\theta)` read back from ``W_Q``: the CLS column :math:`W_Q^h e_\mathrm{CLS}` of each head.
+
+    Parameters
+    ----------
+    weights
+        Weights of the two heads.
+    """
     _check_cls_weights(weights)
     return weights.W_Q[..., 0, :, -1], weights.W_Q[..., 1, :, -1]
 
 
 def head_outputs(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.Tensor:
-    """Attention outputs ``o [..., n, 2]`` of the two heads at the CLS token.
+    r"""Attention outputs ``o [..., n, 2]`` of the two heads at the CLS token.
 
-    Standard masked softmax attention, ``softmax(Q K^T + mask) U`` with ``Q = Z W_Q^T``,
-    ``K = Z W_K^T``, ``U = Z W_V^T`` (no ``1/sqrt(m)`` scaling: it would only rescale ``theta``).
-    Raises as :func:`token_embeddings` does, and ValueError unless the weights match the tokens'
-    dimension, dtype and device.
+    Standard masked softmax attention, :math:`\mathrm{softmax}(Q K^\top + \mathrm{mask})\, U` with
+    :math:`Q = Z W_Q^\top`, :math:`K = Z W_K^\top`, :math:`U = Z W_V^\top` (no :math:`1/\sqrt{m}`
+    scaling: it would only rescale :math:`\theta`).
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]`` in :math:`\{+1, -1\}`.
+    V
+        Positional embeddings ``[..., d, m]``.
+    weights
+        Weights of the two heads.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.cls_transformer.token_embeddings` does, and ValueError unless the
+        weights match the tokens' dimension, dtype and device.
     """
     _check_cls_weights(weights)
     check_like("weights.W_Q", weights.W_Q, "V", V)
@@ -141,9 +205,20 @@ def _check_cls_weights(weights: object) -> None:
 
 
 def readout(o: torch.Tensor) -> torch.Tensor:
-    """``f = sum_k r_k (W_O o)_k^2`` with the fixed ``READOUT_MIX`` and ``READOUT_OUT``; equals ``-o_1 o_2``.
-    Raises ArgumentTypeError unless ``o [..., 2]`` is a real floating tensor; ValueError unless its
-    last dimension is 2 and it is finite."""
+    r"""Read-out :math:`f = \sum_k r_k (W_O o)_k^2` with the fixed ``READOUT_MIX`` and ``READOUT_OUT``; equals :math:`-o_1 o_2`.
+
+    Parameters
+    ----------
+    o
+        Head outputs ``[..., 2]``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``o`` is a real floating tensor.
+    ValueError
+        unless its last dimension is 2 and it is finite.
+    """
     check_tensor("o", o, 1, real=True, finite=True)
     if o.shape[-1] != 2:
         raise ValueError(f"o must have last dimension 2 (one output per head), got shape {tuple(o.shape)}")
@@ -153,13 +228,43 @@ def readout(o: torch.Tensor) -> torch.Tensor:
 
 
 def cls_forward(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.Tensor:
-    """Transformer output ``[..., n]`` for inputs ``x [..., n, d]``. Raises as :func:`head_outputs` does."""
+    r"""Transformer output ``[..., n]`` for inputs ``x [..., n, d]``.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]`` in :math:`\{+1, -1\}`.
+    V
+        Positional embeddings ``[..., d, m]``.
+    weights
+        Weights of the two heads.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.cls_transformer.head_outputs` does.
+    """
     return readout(head_outputs(x, V, weights))
 
 
 def cls_enumerated_loss(V: torch.Tensor, weights: CLSWeights, support: torch.Tensor) -> torch.Tensor:
-    """Population loss ``1/2 E (f(x) - y)^2`` of the transformer by summing over all ``2^d`` inputs.
-    Raises as :func:`head_outputs` and :func:`~sxor.xor.data.all_inputs` do, and for an invalid ``support``."""
+    r"""Population loss :math:`\frac{1}{2} E[(f(x) - y)^2]` of the transformer by summing over all :math:`2^d` inputs.
+
+    Parameters
+    ----------
+    V
+        Positional embeddings ``[..., d, m]``.
+    weights
+        Weights of the two heads.
+    support
+        The pair :math:`(i^*, j^*)`, ``[..., 2]``.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.cls_transformer.head_outputs` and :func:`~sxor.xor.data.all_inputs` do,
+        and for an invalid ``support``.
+    """
     d, _ = check_embeddings(V)
     check_support(support, d)
     x = all_inputs(d, dtype=V.dtype, device=V.device)

@@ -1,8 +1,8 @@
-"""The sparse XOR task and the frozen positional embeddings.
+r"""The sparse XOR task and the frozen positional embeddings.
 
-The task: ``x`` uniform on the hypercube ``{+1, -1}^d`` and label ``y = -x_{i*} x_{j*}`` for an
-unknown support ``S = {i*, j*}``. The embeddings ``v_1, ..., v_d`` are i.i.d. uniform on the
-sphere ``S^(m-1)``.
+The task: :math:`x` uniform on the hypercube :math:`\{+1, -1\}^d` and label
+:math:`y = -x_{i^*} x_{j^*}` for an unknown support :math:`S = \{i^*, j^*\}`. The embeddings
+:math:`v_1, \dots, v_d` are i.i.d. uniform on the sphere :math:`S^{m-1}`.
 """
 
 from __future__ import annotations
@@ -21,14 +21,33 @@ def sphere_embeddings(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """Positional embeddings ``V [*batch, d, m]`` with rows i.i.d. uniform on ``S^(m-1)``.
+    r"""Positional embeddings ``V [*batch, d, m]`` with rows i.i.d. uniform on :math:`S^{m-1}`.
 
     A standard Gaussian vector divided by its norm is uniform on the sphere (rotation
-    invariance), so ``v_i = z_i / ||z_i||`` with ``z_i ~ N(0, I_m)``.
+    invariance), so :math:`v_i = z_i / \lVert z_i \rVert` with :math:`z_i \sim N(0, I_m)`.
 
-    Raises ArgumentTypeError (a TypeError and ValueError) unless ``d``, ``m`` are integers, ``batch``
-    a tuple of integers and ``dtype`` a real floating dtype (complex is refused); ValueError unless
-    ``d >= 2``, ``m >= 1`` and every batch size ``>= 0``.
+    Parameters
+    ----------
+    d
+        Number of positions (rows of ``V``), at least 2.
+    m
+        Embedding dimension (columns of ``V``), at least 1.
+    batch
+        Leading batch shape: one independent embedding matrix per batch entry.
+    generator
+        Random generator to draw from (the global one if ``None``).
+    dtype
+        Real floating dtype of the result.
+    device
+        Device of the result.
+
+    Raises
+    ------
+    ArgumentTypeError
+        (a TypeError and ValueError) unless ``d``, ``m`` are integers, ``batch`` a tuple of
+        integers and ``dtype`` a real floating dtype (complex is refused).
+    ValueError
+        unless ``d >= 2``, ``m >= 1`` and every batch size ``>= 0``.
     """
     check_dims(d, m)
     batch = check_batch(batch)
@@ -45,10 +64,26 @@ def random_support(
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """A uniformly random ordered pair ``(i*, j*)`` of distinct positions, shape ``[*batch, 2]``.
+    r"""A uniformly random ordered pair :math:`(i^*, j^*)` of distinct positions, shape ``[*batch, 2]``.
 
-    Raises ArgumentTypeError unless ``d`` is an integer and ``batch`` a tuple of integers;
-    ValueError unless ``d >= 2``."""
+    Parameters
+    ----------
+    d
+        Number of positions; both entries lie in ``[0, d)``.
+    batch
+        Leading batch shape: one independent pair per batch entry.
+    generator
+        Random generator to draw from (the global one if ``None``).
+    device
+        Device of the result.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``d`` is an integer and ``batch`` a tuple of integers.
+    ValueError
+        unless ``d >= 2``.
+    """
     check_dims(d)
     batch = check_batch(batch)
     check_generator(generator)
@@ -67,11 +102,35 @@ def sample_sparse_xor(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` samples ``x [n, d]`` uniform on ``{+1,-1}^d`` with labels ``y = -x_{i*} x_{j*}``.
+    r"""``n`` samples ``x [n, d]`` uniform on :math:`\{+1,-1\}^d` with labels :math:`y = -x_{i^*} x_{j^*}`.
 
-    Raises ArgumentTypeError unless ``n``, ``d`` are integers, ``support`` integer and ``dtype`` a
-    real floating or signed integer dtype (bool and unsigned cannot hold ``-1``); ValueError unless
-    ``n >= 1``, ``d >= 2`` and ``support`` is one pair of distinct positions in ``[0, d)``.
+    Parameters
+    ----------
+    n
+        Number of samples, at least 1.
+    d
+        Input dimension, at least 2.
+    support
+        The pair :math:`(i^*, j^*)` of distinct positions, a tensor of shape ``(2,)`` or a tuple.
+    generator
+        Random generator to draw from (the global one if ``None``).
+    dtype
+        Dtype of ``x`` and ``y``: real floating or signed integer.
+    device
+        Device of the result.
+
+    Returns
+    -------
+    tuple
+        ``(x, y)`` with ``x [n, d]`` and ``y [n]``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``n``, ``d`` are integers, ``support`` integer and ``dtype`` a real floating or
+        signed integer dtype (bool and unsigned cannot hold ``-1``).
+    ValueError
+        unless ``n >= 1``, ``d >= 2`` and ``support`` is one pair of distinct positions in ``[0, d)``.
     """
     check_dims(d)
     check_int("n", n, 1)
@@ -87,11 +146,23 @@ def sample_sparse_xor(
 
 
 def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """``y = -x_{i*} x_{j*}`` for inputs ``x [..., n, d]`` and ``support [..., 2]``, shape ``[..., n]``.
+    r"""Labels :math:`y = -x_{i^*} x_{j^*}` for inputs ``x [..., n, d]`` and ``support [..., 2]``, shape ``[..., n]``.
 
-    Raises ArgumentTypeError unless ``x`` is a tensor and ``support`` an integer tensor (or a pair
-    of ints); ValueError unless ``x`` has at least 2 dimensions, ``support`` is pairs of distinct
-    positions in ``[0, d)`` and the batch shapes broadcast.
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]`` with entries :math:`\pm 1`.
+    support
+        Pairs :math:`(i^*, j^*)` of distinct positions, ``[..., 2]`` (or one pair of ints); its
+        batch shape broadcasts against that of ``x``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``x`` is a tensor and ``support`` an integer tensor (or a pair of ints).
+    ValueError
+        unless ``x`` has at least 2 dimensions, ``support`` is pairs of distinct positions in
+        ``[0, d)`` and the batch shapes broadcast.
     """
     check_tensor("x", x, 2)
     check_dtype("x", x.dtype, integer=True)
@@ -106,11 +177,24 @@ def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
 def all_inputs(
     d: int, *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> torch.Tensor:
-    """All ``2^d`` points of the hypercube ``{+1,-1}^d`` as a ``[2^d, d]`` tensor (for small d).
+    r"""All :math:`2^d` points of the hypercube :math:`\{+1,-1\}^d` as a ``[2^d, d]`` tensor (for small :math:`d`).
 
-    Raises ArgumentTypeError unless ``d`` is an integer and ``dtype`` a real floating or signed
-    integer dtype (bool and unsigned dtypes cannot hold ``-1``); ValueError unless ``2 <= d <= 24``
-    (``2^24`` rows is the largest enumeration this book needs).
+    Parameters
+    ----------
+    d
+        Dimension of the hypercube, between 2 and 24.
+    dtype
+        Dtype of the result: real floating or signed integer.
+    device
+        Device of the result.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``d`` is an integer and ``dtype`` a real floating or signed integer dtype (bool
+        and unsigned dtypes cannot hold ``-1``).
+    ValueError
+        unless ``2 <= d <= 24`` (:math:`2^{24}` rows is the largest enumeration this book needs).
     """
     check_dims(d)
     check_dtype("dtype", dtype, integer=True)

@@ -54,15 +54,35 @@ def population_descent(
     steps: int,
     kind: str = "softmax",
 ) -> Trajectory:
-    """``T = steps`` steps of population gradient descent with a constant step size ``eta``:
+    r"""``T = steps`` steps of population gradient descent with a constant step size :math:`\eta`.
 
-    ``theta_{t+1} = theta_t - eta dL/dtheta(theta_t, theta~_t)`` and the same for ``theta~``,
-    with the exact gradient of :func:`sxor.xor.population.population_grad`. ``eta`` is a float or a tensor
-    broadcasting against the batch shape (one step size per instance).
+    :math:`\theta_{t+1} = \theta_t - \eta\, \partial L / \partial\theta(\theta_t, \tilde\theta_t)` and
+    the same for :math:`\tilde\theta`, with the exact gradient of
+    :func:`sxor.xor.population.population_grad`.
 
-    Raises as :func:`~sxor.xor.population.population_loss` does for ``V``, the queries, ``support`` and ``kind``;
-    ArgumentTypeError unless ``steps`` is an integer and ``eta`` real; ValueError unless
-    ``steps >= 1`` and ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
+    Parameters
+    ----------
+    V
+        Key embeddings ``[..., d, m]``.
+    theta0, theta_tilde0
+        Initial queries of the two heads, ``[..., m]``.
+    support
+        The pair :math:`(i^*, j^*)`, ``[..., 2]``.
+    eta
+        Step size: a float or a tensor broadcasting against the batch shape (one step size per
+        instance).
+    steps
+        Number of steps :math:`T`, at least 1.
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.population.population_loss` does for ``V``, the queries, ``support``
+        and ``kind``; ArgumentTypeError unless ``steps`` is an integer and ``eta`` real; ValueError
+        unless ``steps >= 1`` and ``eta`` is finite, ``>= 0`` and broadcasts against the batch
+        shape.
     """
     check_int("steps", steps, 1)
     check_model_inputs(V, theta0, theta_tilde0, support)
@@ -84,9 +104,18 @@ def population_descent(
 
 
 def first_success(success_per_step: torch.Tensor) -> torch.Tensor:
-    """Index of the first ``True`` along the leading (time) axis, or ``-1`` where there is none.
+    r"""Index of the first ``True`` along the leading (time) axis, or ``-1`` where there is none.
 
-    Raises ArgumentTypeError unless ``success_per_step`` is a bool tensor with at least one axis."""
+    Parameters
+    ----------
+    success_per_step
+        Bool tensor ``[T + 1, ...]``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``success_per_step`` is a bool tensor with at least one axis.
+    """
     check_tensor("success_per_step", success_per_step, 1)
     if success_per_step.dtype != torch.bool:
         raise ArgumentTypeError(f"success_per_step must be a bool tensor, got dtype {success_per_step.dtype}")
@@ -104,12 +133,34 @@ def empirical_grad(
     theta_tilde: torch.Tensor,
     kind: str = "softmax",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact gradient of the empirical loss ``L_n = 1/(2n) sum_k (f(x_k) - y_k)^2``, in ``O(n d)``.
+    r"""Exact gradient of the empirical loss :math:`L_n = \frac{1}{2n} \sum_k (f(x_k) - y_k)^2`, in :math:`O(n d)`.
 
-    With ``r_k = f(x_k) - y_k``: ``dL_n/dg = -(1/n) sum_k r_k (h . x_k) x_k`` and
-    ``dL_n/dh = -(1/n) sum_k r_k (g . x_k) x_k``, then ``dL_n/dtheta = V^T J_phi(s)^T dL_n/dg``.
-    ``x [..., n, d]``, ``y [..., n]``. Raises as :func:`~sxor.xor.model.predict` does for ``V``, the queries,
-    ``x`` and ``kind``, and ValueError unless ``y [..., n]`` is finite and real.
+    With :math:`r_k = f(x_k) - y_k`, :math:`g = \gamma`, :math:`h = \tilde\gamma`:
+
+    .. math::
+       \frac{\partial L_n}{\partial g} = -\frac{1}{n} \sum_k r_k (h \cdot x_k)\, x_k, \qquad
+       \frac{\partial L_n}{\partial h} = -\frac{1}{n} \sum_k r_k (g \cdot x_k)\, x_k,
+
+    then :math:`\partial L_n / \partial\theta = V^\top J_\phi(s)^\top\, \partial L_n / \partial g`.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]``.
+    y
+        Labels ``[..., n]``.
+    V
+        Key embeddings ``[..., d, m]``.
+    theta, theta_tilde
+        Queries of the two heads, ``[..., m]``.
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.model.predict` does for ``V``, the queries, ``x`` and ``kind``, and
+        ValueError unless ``y [..., n]`` is finite and real.
     """
     d, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
@@ -150,10 +201,32 @@ def empirical_one_step(
     eta: float | torch.Tensor,
     kind: str = "softmax",
 ) -> OneStepResult:
-    """One *empirical* gradient step from ``(theta0, -theta0)`` on the samples ``(x, y)``, judged
-    by the *population* loss afterwards: ``theta1 = theta0 - eta dL_n/dtheta``.
+    r"""One *empirical* gradient step from :math:`(\theta_0, -\theta_0)` on the samples ``(x, y)``, judged by the *population* loss.
 
-    Raises as :func:`empirical_grad` and :func:`~sxor.xor.population.one_step` do."""
+    :math:`\theta_1 = \theta_0 - \eta\, \partial L_n / \partial\theta`.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]``.
+    y
+        Labels ``[..., n]``.
+    V
+        Key embeddings ``[..., d, m]``.
+    theta0
+        Initial query ``[..., m]``; the second head starts at ``-theta0``.
+    support
+        The pair :math:`(i^*, j^*)`, ``[..., 2]``.
+    eta
+        Step size (float or tensor broadcasting against the batch shape).
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.dynamics.empirical_grad` and :func:`~sxor.xor.population.one_step` do.
+    """
     check_embeddings(V)
     check_tensor("theta0", theta0, 1, real=True)
     eta = check_eta(eta, theta0).unsqueeze(-1)
@@ -172,11 +245,32 @@ def sample_batch(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``n`` fresh samples for each of ``S`` supports ``support [S, 2]``: ``x [S, n, d]``, ``y [S, n]``.
+    r"""``n`` fresh samples for each of ``S`` supports: ``x [S, n, d]``, ``y [S, n]``.
 
-    The batched form of :func:`sxor.xor.data.sample_sparse_xor` (one draw of ``S n d`` fair bits, then
-    :func:`sxor.xor.data.sparse_xor_labels`), so that large sample sizes cost one kernel, not ``S``.
-    Raises as :func:`~sxor.xor.data.sample_sparse_xor` does, and ValueError unless ``support`` is ``[S, 2]``.
+    The batched form of :func:`sxor.xor.data.sample_sparse_xor` (one draw of :math:`S n d` fair
+    bits, then :func:`sxor.xor.data.sparse_xor_labels`), so that large sample sizes cost one kernel,
+    not ``S``.
+
+    Parameters
+    ----------
+    n
+        Samples per support.
+    support
+        Supports ``[S, 2]``.
+    d
+        Input dimension.
+    generator
+        Random generator to draw from.
+    dtype
+        Dtype of ``x`` and ``y``.
+    device
+        Device of the result.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.data.sample_sparse_xor` does, and ValueError unless ``support`` is
+        ``[S, 2]``.
     """
     check_dims(d)
     n = check_int("n", n, 1)
@@ -209,16 +303,42 @@ def minibatch_sgd(
     keys: torch.Tensor | None = None,
     kind: str = "softmax",
 ) -> SGDRun:
-    """Mini-batch SGD from ``(theta0, -theta0)`` for a batch of ``S`` instances (``V [S, d, m]``,
-    ``theta0 [S, m]``, ``support [S, 2]``): each step draws ``batch_size`` fresh samples per
-    instance and takes ``theta <- theta - eta dL_B/dtheta``. After ``t`` steps the model has seen
-    ``t * batch_size`` samples.
+    r"""Mini-batch SGD from :math:`(\theta_0, -\theta_0)` for a batch of ``S`` instances.
 
-    The samples come from ``generator`` (:func:`sample_batch`) or, if ``keys [S]`` is given, from
-    the instances' sample streams (:mod:`sxor.xor.streams`): step ``t`` uses samples
-    ``t B, ..., (t + 1) B - 1`` of each stream, so runs with different batch sizes read the same data.
-    Raises as :func:`~sxor.xor.population.one_step` does, and unless ``steps`` and ``batch_size`` are integers
-    ``>= 1`` and ``keys`` (if given) has shape ``[S]`` without a ``generator``.
+    Each step draws ``batch_size`` fresh samples per instance and takes
+    :math:`\theta \leftarrow \theta - \eta\, \partial L_B / \partial\theta`. After :math:`t` steps
+    the model has seen :math:`t B` samples (:math:`B` the batch size). The samples come from
+    ``generator`` (:func:`~sxor.xor.dynamics.sample_batch`) or, if ``keys`` is given, from the
+    instances' sample streams (:mod:`sxor.xor.streams`): step :math:`t` uses samples
+    :math:`tB, \dots, (t + 1)B - 1` of each stream, so runs with different batch sizes read the same
+    data.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[S, d, m]``.
+    theta0
+        Initial queries ``[S, m]``.
+    support
+        Supports ``[S, 2]``.
+    eta
+        Step size.
+    batch_size
+        Samples per step and instance, :math:`B \ge 1`.
+    steps
+        Number of steps, at least 1.
+    generator
+        Random generator for the samples (not with ``keys``).
+    keys
+        Stream keys ``[S]``, one per instance (not with ``generator``).
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.population.one_step` does, and unless ``steps`` and ``batch_size`` are
+        integers ``>= 1`` and ``keys`` (if given) has shape ``[S]`` without a ``generator``.
     """
     check_int("steps", steps, 1)
     check_int("batch_size", batch_size, 1)
@@ -254,9 +374,22 @@ def minibatch_sgd(
 
 
 def parity_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """``y = -prod_{i in S} x_i`` for ``x [..., n, d]`` and ``support [..., k]`` (``k = 2``: sparse XOR).
-    Raises ArgumentTypeError unless ``x`` is a tensor and ``support`` an integer tensor; ValueError
-    unless ``support`` holds pairwise distinct positions in ``[0, d)``."""
+    r"""Parity labels :math:`y = -\prod_{i \in S} x_i`, shape ``[..., n]`` (:math:`k = 2`: sparse XOR).
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]``.
+    support
+        Positions :math:`S`, ``[..., k]``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``x`` is a tensor and ``support`` an integer tensor.
+    ValueError
+        unless ``support`` holds pairwise distinct positions in ``[0, d)``.
+    """
     check_tensor("x", x, 2)
     support = as_support(support, x.device)
     check_support(support, x.shape[-1], k=None)
@@ -269,23 +402,57 @@ def parity_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
 
 
 def parity_predict(x: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """``f(x) = -prod_h (gamma_h . x)`` for ``x [..., n, d]`` and head weights ``[..., k, d]``."""
+    r"""Output :math:`f(x) = -\prod_h (\gamma_h \cdot x)` of ``k`` heads.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]``.
+    weights
+        Attention weights of the heads, ``[..., k, d]``.
+    """
     return -(x @ weights.transpose(-1, -2)).prod(-1)
 
 
 def check_parity_support(support: torch.Tensor, d: int) -> None:
-    """``support [..., k]``: integer positions in ``[0, d)``, pairwise distinct
-    (:func:`sxor.xor.checks.check_support` with any ``k``)."""
+    r"""Check ``support [..., k]``: integer positions in ``[0, d)``, pairwise distinct.
+
+    :func:`sxor.xor.checks.check_support` with any ``k``.
+
+    Parameters
+    ----------
+    support
+        Positions ``[..., k]``.
+    d
+        Input dimension.
+    """
     check_support(support, d, k=None)
 
 
 def parity_population_loss(
     V: torch.Tensor, thetas: torch.Tensor, support: torch.Tensor, kind: str = "softmax"
 ) -> torch.Tensor:
-    """Exact ``1/2 E_x[(f(x) - y)^2]`` for ``k`` heads (``thetas [..., k, m]``) by enumerating all
-    ``2^d`` inputs (``d <= 16``); ``y = -prod_{i in S} x_i``, ``support [..., k]``. Differentiable.
-    Raises as :func:`~sxor.xor.population.population_loss` does, and ValueError unless ``d <= 16`` and there is one
-    head per support position."""
+    r"""Exact :math:`\frac{1}{2} E_x[(f(x) - y)^2]` for ``k`` heads by enumerating all :math:`2^d` inputs.
+
+    :math:`y = -\prod_{i \in S} x_i`. Differentiable.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[..., d, m]``, :math:`d \le 16`.
+    thetas
+        Queries of the heads, ``[..., k, m]``.
+    support
+        Positions :math:`S`, ``[..., k]``: one head per position.
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.population.population_loss` does, and ValueError unless ``d <= 16`` and
+        there is one head per support position.
+    """
     d, m = check_embeddings(V)
     check_query("thetas", thetas, m, like=V)
     check_tensor("thetas", thetas, 2)
@@ -301,14 +468,30 @@ def parity_population_loss(
 
 
 def parity_target_masses(weights: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """``M[..., head, target]``: weight of head ``h`` on support position ``t``, ``[..., k, k]``."""
+    r"""Masses ``M[..., head, target]``: weight of head ``h`` on support position ``t``, ``[..., k, k]``.
+
+    Parameters
+    ----------
+    weights
+        Attention weights of the heads, ``[..., k, d]``.
+    support
+        Positions ``[..., k]``.
+    """
     k = support.shape[-1]
     idx = support.to(weights.device).unsqueeze(-2).expand(*weights.shape[:-1], k)
     return weights.gather(-1, idx)
 
 
 def parity_specialised(masses: torch.Tensor, mass_threshold: float = 0.9) -> torch.Tensor:
-    """True where some one-to-one assignment of heads to targets has every mass ``>= mass_threshold``."""
+    r"""True where some one-to-one assignment of heads to targets has every mass ``>= mass_threshold``.
+
+    Parameters
+    ----------
+    masses
+        Masses ``[..., k, k]`` from :func:`~sxor.xor.dynamics.parity_target_masses`.
+    mass_threshold
+        Least mass of each head on its assigned target.
+    """
     k = masses.shape[-1]
     hit = masses >= mass_threshold
     out = torch.zeros(masses.shape[:-2], dtype=torch.bool, device=masses.device)
@@ -340,10 +523,34 @@ def parity_descent(
     loss_threshold: float = 0.01,
     mass_threshold: float = 0.9,
 ) -> ParityTrajectory:
-    """``steps`` steps of population gradient descent for ``k`` heads on ``k``-sparse parity, the
-    gradient taken by autograd through the exact enumerated loss :func:`parity_population_loss`.
-    Raises as :func:`parity_population_loss` does, and unless ``steps >= 1`` is an integer and
-    ``eta`` a finite real ``>= 0``."""
+    r"""``steps`` steps of population gradient descent for ``k`` heads on ``k``-sparse parity.
+
+    The gradient is taken by autograd through the exact enumerated loss
+    :func:`~sxor.xor.dynamics.parity_population_loss`.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[..., d, m]``.
+    thetas0
+        Initial queries ``[..., k, m]``.
+    support
+        Positions ``[..., k]``.
+    eta
+        Step size, a finite real ``>= 0``.
+    steps
+        Number of steps, an integer ``>= 1``.
+    kind
+        Name of the attention map.
+    loss_threshold, mass_threshold
+        Thresholds of the success criterion, as in :func:`sxor.xor.metrics.success`.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.dynamics.parity_population_loss` does, and unless ``steps >= 1`` is an
+        integer and ``eta`` a finite real ``>= 0``.
+    """
     check_int("steps", steps, 1)
     check_tensor("thetas0", thetas0, 2, real=True)
     eta_t = check_eta(eta, thetas0)
@@ -368,15 +575,28 @@ def parity_descent(
 
 
 def parity_inits(theta0: torch.Tensor, scheme: str, *, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Three initial queries ``[..., 3, m]`` built from ``theta0 [..., m]`` (unit norm):
+    r"""Three initial queries ``[..., 3, m]`` built from ``theta0 [..., m]`` (unit norm).
 
     * ``"star"``: ``theta0`` and its rotations by 120 and 240 degrees in a random plane through it
-      (``sum_h theta_h = 0``, the 3-head analogue of ``(theta, -theta)``);
-    * ``"antipodal"``: ``(theta0, -theta0, 0)``;
+      (:math:`\sum_h \theta_h = 0`, the 3-head analogue of :math:`(\theta, -\theta)`);
+    * ``"antipodal"``: :math:`(\theta_0, -\theta_0, 0)`;
     * ``"random"``: ``theta0`` and two further independent uniform directions on the sphere.
 
-    Raises ArgumentTypeError unless ``theta0`` is a real floating tensor; ValueError for an
-    unknown ``scheme``, ``m < 2`` or a non-finite ``theta0``.
+    Parameters
+    ----------
+    theta0
+        Unit query ``[..., m]``, :math:`m \ge 2`.
+    scheme
+        ``"star"``, ``"antipodal"`` or ``"random"``.
+    generator
+        Random generator for the random plane or directions.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``theta0`` is a real floating tensor.
+    ValueError
+        for an unknown ``scheme``, ``m < 2`` or a non-finite ``theta0``.
     """
     check_tensor("theta0", theta0, 1, real=True, finite=True)
     check_generator(generator)

@@ -1,17 +1,18 @@
-"""The two-layer ReLU network baseline of the chapter "Why a transformer: parameters against d".
+r"""The two-layer ReLU network baseline of the chapter "Why a transformer: parameters against d".
 
 The network is
 
-.. math::  f(x) = \\sum_{k=1}^{w} a_k\\,\\mathrm{relu}(W_k\\cdot x + b_k) + c,
+.. math::  f(x) = \sum_{k=1}^{w} a_k\,\mathrm{relu}(W_k\cdot x + b_k) + c,
 
-with ``W [R, w, d]``, ``b [R, w]``, ``a [R, w]``, ``c [R]`` for ``R`` independent restarts batched
-along a leading axis: ``w (d + 2) + 1`` parameters per restart. :func:`train_ffnn` trains
-networks of *several* widths and restarts in one tensor computation (every width's hidden units
-side by side, one batched matrix product per layer, a hand-written backward pass and Adam), online
-(a fresh batch from :func:`sxor.xor.data.sample_sparse_xor`'s distribution at every step) on the
-transformer's loss ``1/2 (f(x) - y)^2``, and evaluates them on fresh test samples.
-:func:`width_records` turns its outcome into per-width success rates and sample counts, and
-:data:`WIDTH1_LOSS_FLOOR` is the population loss that no width-1 network can beat.
+with ``W [R, w, d]``, ``b [R, w]``, ``a [R, w]``, ``c [R]`` for :math:`R` independent restarts
+batched along a leading axis: :math:`w (d + 2) + 1` parameters per restart.
+:func:`~sxor.xor.ffnn.train_ffnn` trains networks of *several* widths and restarts in one tensor
+computation (every width's hidden units side by side, one batched matrix product per layer, a
+hand-written backward pass and Adam), online (a fresh batch from
+:func:`sxor.xor.data.sample_sparse_xor`'s distribution at every step) on the transformer's loss
+:math:`\frac{1}{2} (f(x) - y)^2`, and evaluates them on fresh test samples.
+:func:`~sxor.xor.ffnn.width_records` turns its outcome into per-width success rates and sample
+counts, and ``WIDTH1_LOSS_FLOOR`` is the population loss that no width-1 network can beat.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ WIDTH1_LOSS_FLOOR = 1 / 3
 
 
 class FFNNParams(NamedTuple):
-    """Parameters of ``R`` two-layer ReLU networks of width ``w`` on ``d`` inputs."""
+    r"""Parameters of :math:`R` two-layer ReLU networks of width :math:`w` on :math:`d` inputs.
+    """
 
     W: torch.Tensor  #: first-layer weights ``[R, w, d]``
     b: torch.Tensor  #: first-layer biases ``[R, w]``
@@ -40,7 +42,15 @@ class FFNNParams(NamedTuple):
 
 
 def parameter_count(d: int, width: int) -> int:
-    """Trainable parameters of one width-``w`` network on ``d`` inputs: ``w d + w + w + 1``."""
+    r"""Trainable parameters of one width-:math:`w` network on :math:`d` inputs: :math:`w d + w + w + 1`.
+
+    Parameters
+    ----------
+    d
+        Input dimension.
+    width
+        Hidden width :math:`w`.
+    """
     check_dims(d)
     check_int("width", width, 1)
     return width * (d + 2) + 1
@@ -55,10 +65,33 @@ def init_ffnn(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> FFNNParams:
-    """PyTorch's default ``nn.Linear`` initialisation: every weight and bias of a layer with
-    ``fan_in`` inputs uniform on ``[-1/sqrt(fan_in), 1/sqrt(fan_in)]``; ``c`` starts at 0.
-    Raises ArgumentTypeError unless ``d``, ``width``, ``restarts`` are integers and ``dtype`` real
-    floating; ValueError unless ``d >= 2`` and ``width, restarts >= 1``."""
+    r"""PyTorch's default ``nn.Linear`` initialisation, for ``restarts`` networks.
+
+    Every weight and bias of a layer with ``fan_in`` inputs is uniform on
+    :math:`[-1/\sqrt{\mathrm{fan\_in}}, 1/\sqrt{\mathrm{fan\_in}}]`; :math:`c` starts at 0.
+
+    Parameters
+    ----------
+    d
+        Input dimension, at least 2.
+    width
+        Hidden width, at least 1.
+    restarts
+        Number :math:`R` of independent networks, at least 1.
+    generator
+        Random generator to draw from.
+    dtype
+        Real floating dtype of the parameters.
+    device
+        Device of the parameters.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``d``, ``width``, ``restarts`` are integers and ``dtype`` real floating.
+    ValueError
+        unless ``d >= 2`` and ``width, restarts >= 1``.
+    """
     check_dims(d)
     check_dtype("dtype", dtype)
     check_int("width", width, 1)
@@ -77,9 +110,22 @@ def init_ffnn(
 
 
 def ffnn_forward(x: torch.Tensor, params: FFNNParams) -> torch.Tensor:
-    """``f(x) = a . relu(W x + b) + c`` for ``x [n, d]`` or ``x [R, n, d]``, shape ``[R, n]``.
-    Raises ArgumentTypeError unless ``params`` is an :class:`FFNNParams` and ``x`` a real tensor;
-    ValueError unless ``x`` is finite with last dimension ``d``."""
+    r"""Network output :math:`f(x) = a \cdot \mathrm{relu}(W x + b) + c`, shape ``[R, n]``.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[n, d]`` (shared by the restarts) or ``[R, n, d]``.
+    params
+        The parameters of the :math:`R` networks.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``params`` is an :class:`~sxor.xor.ffnn.FFNNParams` and ``x`` a real tensor.
+    ValueError
+        unless ``x`` is finite with last dimension ``d``.
+    """
     if not isinstance(params, FFNNParams):
         raise ArgumentTypeError(f"params must be FFNNParams, got {type(params).__name__}")
     check_tensor("x", x, 2, finite=True)
@@ -91,8 +137,23 @@ def ffnn_forward(x: torch.Tensor, params: FFNNParams) -> torch.Tensor:
 
 
 def ffnn_loss(x: torch.Tensor, y: torch.Tensor, params: FFNNParams) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean loss ``1/2 mean_k (f(x_k) - y_k)^2`` per restart ``[R]``, and its standard error ``[R]``.
-    Raises as :func:`ffnn_forward` does, and ValueError unless ``y [..., n]`` is finite and real."""
+    r"""Mean loss :math:`\frac{1}{2n} \sum_k (f(x_k) - y_k)^2` per restart ``[R]``, and its standard error ``[R]``.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[n, d]`` or ``[R, n, d]``.
+    y
+        Labels ``[..., n]``.
+    params
+        The parameters of the :math:`R` networks.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.ffnn.ffnn_forward` does, and ValueError unless ``y [..., n]`` is finite
+        and real.
+    """
     check_tensor("y", y, 1, finite=True)
     check_dtype("y", y.dtype, integer=True)
     if y.shape[-1:] != x.shape[-2:-1]:
@@ -104,9 +165,26 @@ def ffnn_loss(x: torch.Tensor, y: torch.Tensor, params: FFNNParams) -> tuple[tor
 def exact_xor_network(
     d: int, support: tuple[int, int], *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> FFNNParams:
-    """A width-2 network equal to ``y = -x_a x_b`` on the whole hypercube:
-    ``relu(x_a - x_b) + relu(x_b - x_a) - 1 = |x_a - x_b| - 1``. Raises as
-    :func:`~sxor.xor.data.sample_sparse_xor` does for ``d``, ``support`` and ``dtype``."""
+    r"""A width-2 network equal to :math:`y = -x_a x_b` on the whole hypercube.
+
+    :math:`\mathrm{relu}(x_a - x_b) + \mathrm{relu}(x_b - x_a) - 1 = |x_a - x_b| - 1`.
+
+    Parameters
+    ----------
+    d
+        Input dimension.
+    support
+        The pair :math:`(a, b)`.
+    dtype
+        Real floating dtype of the parameters.
+    device
+        Device of the parameters.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.data.sample_sparse_xor` does for ``d``, ``support`` and ``dtype``.
+    """
     a_, b_ = _one_pair(d, support, dtype)
     W = torch.zeros(1, 2, d, dtype=dtype, device=device)
     W[0, 0, a_], W[0, 0, b_], W[0, 1, a_], W[0, 1, b_] = 1.0, -1.0, -1.0, 1.0
@@ -118,10 +196,21 @@ def exact_xor_network(
 def width1_loss_floor_network(
     d: int, support: tuple[int, int], *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
 ) -> FFNNParams:
-    """A width-1 network with population loss exactly :data:`WIDTH1_LOSS_FLOOR` ``= 1/3``:
-    ``(4/3) relu(x_a - x_b - 1) - 1/3``, which is right on the inputs with ``x_a = -x_b = 1``
-    and predicts ``-1/3`` on the other three quarters of the cube. Raises as
-    :func:`exact_xor_network` does."""
+    r"""A width-1 network with population loss exactly ``WIDTH1_LOSS_FLOOR`` :math:`= 1/3`.
+
+    :math:`\frac{4}{3} \mathrm{relu}(x_a - x_b - 1) - \frac{1}{3}`, which is right on the inputs with
+    :math:`x_a = -x_b = 1` and predicts :math:`-1/3` on the other three quarters of the cube.
+
+    Parameters
+    ----------
+    d, support, dtype, device
+        As in :func:`~sxor.xor.ffnn.exact_xor_network`.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.ffnn.exact_xor_network` does.
+    """
     a_, b_ = _one_pair(d, support, dtype)
     W = torch.zeros(1, 1, d, dtype=dtype, device=device)
     W[0, 0, a_], W[0, 0, b_] = 1.0, -1.0
@@ -131,7 +220,8 @@ def width1_loss_floor_network(
 
 
 class WidthRuns(NamedTuple):
-    """Outcome of :func:`train_ffnn`: one row per width, one column per restart."""
+    r"""Outcome of :func:`~sxor.xor.ffnn.train_ffnn`: one row per width, one column per restart.
+    """
 
     d: int  #: input length
     widths: tuple[int, ...]  #: the widths trained, in the order of the rows
@@ -175,30 +265,67 @@ def train_ffnn(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
 ) -> WidthRuns:
-    """Train ``restarts`` networks of each width in ``widths`` online on ``y = -x_a x_b`` with Adam.
+    r"""Train ``restarts`` networks of each width in ``widths`` online on :math:`y = -x_a x_b` with Adam.
 
-    Restart ``r`` has its own stream of fresh training batches (``batch`` samples per step), its own
-    validation set (``n_val``) and test set (``n_test``), shared by its networks of every width; every
-    (width, restart) has its own initialisation (:func:`init_ffnn`, generator seeded by ``seed`` and
-    the width). Restarts are therefore independent in data and initialisation, and a width's results
-    do not depend on which other widths are trained beside it. All networks are trained together:
-    the hidden units of every width sit side by side, so a step is one batched matrix product per
-    layer, with the backward pass and Adam (PyTorch's default constants, :data:`ADAM`) written out.
+    Restart :math:`r` has its own stream of fresh training batches (``batch`` samples per step), its
+    own validation set (``n_val``) and test set (``n_test``), shared by its networks of every width;
+    every (width, restart) has its own initialisation (:func:`~sxor.xor.ffnn.init_ffnn`, generator
+    seeded by ``seed`` and the width). Restarts are therefore independent in data and
+    initialisation, and a width's results do not depend on which other widths are trained beside
+    it. All networks are trained together: the hidden units of every width sit side by side, so a
+    step is one batched matrix product per layer, with the backward pass and Adam (PyTorch's default
+    constants, ``ADAM``) written out.
 
     Every ``eval_every`` steps each network's loss on its validation set is checked; a network whose
-    validation loss is below ``target`` is then checked on its test set, and it *stops* (its parameters
-    are kept, ``steps`` records the check) only if that loss is below ``target`` too. A network that
-    passes validation but not the test check keeps training (``rejected`` counts such checks), so a
-    run that merely grazes ``target`` is not counted as a failure at an early step: every run either
-    stops on a confirmed loss below ``target`` or trains to the budget ``max_steps``. Training ends when
-    every network has stopped or after ``max_steps``. Because the test set takes part in stopping, the
-    kept parameters are finally evaluated on a third sample set of size ``n_test`` that played no
-    part in training or stopping (``held_out_loss``).
-    The loop runs on one CPU thread (restored afterwards): its tensors are too small to share.
-    Raises ArgumentTypeError unless the sizes, the widths and ``seed`` are integers, ``lr`` and
-    ``target`` real and ``dtype`` real floating; ValueError unless the sizes and widths are
-    ``>= 1`` (``d >= 2``), the widths distinct, ``lr`` and ``target`` finite and ``> 0`` and
-    ``support`` one valid pair.
+    validation loss is below ``target`` is then checked on its test set, and it *stops* (its
+    parameters are kept, ``steps`` records the check) only if that loss is below ``target`` too. A
+    network that passes validation but not the test check keeps training (``rejected`` counts such
+    checks), so a run that merely grazes ``target`` is not counted as a failure at an early step:
+    every run either stops on a confirmed loss below ``target`` or trains to the budget
+    ``max_steps``. Training ends when every network has stopped or after ``max_steps``. Because the
+    test set takes part in stopping, the kept parameters are finally evaluated on a third sample set
+    of size ``n_test`` that played no part in training or stopping (``held_out_loss``). The loop runs
+    on one CPU thread (restored afterwards): its tensors are too small to share.
+
+    Parameters
+    ----------
+    d
+        Input dimension, at least 2.
+    widths
+        One width or a sequence of distinct widths, each at least 1.
+    support
+        The pair :math:`(a, b)`.
+    restarts
+        Independent restarts per width.
+    max_steps
+        Step budget.
+    batch
+        Fresh training samples per step.
+    lr
+        Adam learning rate, finite and :math:`> 0`.
+    target
+        Loss below which a network stops, finite and :math:`> 0`.
+    eval_every
+        Steps between validation checks.
+    n_val
+        Size of each restart's validation set.
+    n_test
+        Size of each restart's test set and of its held-out set.
+    seed
+        Seed of the data streams and initialisations.
+    dtype
+        Real floating dtype.
+    device
+        Device of the computation.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless the sizes, the widths and ``seed`` are integers, ``lr`` and ``target`` real and
+        ``dtype`` real floating.
+    ValueError
+        unless the sizes and widths are ``>= 1`` (``d >= 2``), the widths distinct, ``lr`` and
+        ``target`` finite and ``> 0`` and ``support`` one valid pair.
     """
     check_dims(d)
     check_dtype("dtype", dtype)
@@ -299,17 +426,22 @@ def train_ffnn(
 
 
 def width_records(runs: WidthRuns) -> list[dict]:
-    """One record per width of :func:`train_ffnn`'s outcome.
+    r"""One record per width of :func:`~sxor.xor.ffnn.train_ffnn`'s outcome.
 
     Fields: ``d, width, parameters, restarts, successes``, the stopping step of every restart
     (``steps``, ``-1`` for a run censored at the budget), the ``median_samples`` and quartiles of the
     successful runs (``None`` without a success), ``samples_per_success`` (the samples that all
     restarts consumed, failed ones at the full budget, divided by the successes: the cost of one
     success when failures are counted), the median and smallest test loss over restarts,
-    ``rejected_runs`` (restarts whose validation loss passed ``target`` at some check where the
-    test loss did not, so that they trained on; successful or not), ``held_out_failures``
-    (successful runs whose loss on the untouched third sample set is not below ``target``) and the
-    largest held-out loss of a successful run (``None`` without a success).
+    ``rejected_runs`` (restarts whose validation loss passed ``target`` at some check where the test
+    loss did not, so that they trained on; successful or not), ``held_out_failures`` (successful runs
+    whose loss on the untouched third sample set is not below ``target``) and the largest held-out
+    loss of a successful run (``None`` without a success).
+
+    Parameters
+    ----------
+    runs
+        The outcome of :func:`~sxor.xor.ffnn.train_ffnn`.
     """
     records = []
     for k, w in enumerate(runs.widths):
@@ -337,9 +469,18 @@ def width_records(runs: WidthRuns) -> list[dict]:
 
 
 def smallest_reliable_width(records: list[dict], rate: float) -> dict[int, dict]:
-    """``{d: record of the smallest width whose success rate is >= rate}``, from :func:`width_records`
-    records (a ``d`` where no width reaches ``rate`` is absent). ``rate`` in ``(0, 1]``; any
-    ``rate`` at most ``1 / restarts`` asks for one successful restart."""
+    r"""``{d: record of the smallest width whose success rate is >= rate}``.
+
+    A ``d`` where no width reaches ``rate`` is absent.
+
+    Parameters
+    ----------
+    records
+        Records from :func:`~sxor.xor.ffnn.width_records`.
+    rate
+        Required success rate in :math:`(0, 1]`; any rate at most ``1 / restarts`` asks for one
+        successful restart.
+    """
     if not 0 < rate <= 1:
         raise ValueError(f"rate must lie in (0, 1], got {rate}")
     out: dict[int, dict] = {}

@@ -1,19 +1,20 @@
-"""What "learned sparse XOR" means, as numbers computed from the two heads' attention.
+r"""What "learned sparse XOR" means, as numbers computed from the two heads' attention.
 
 Success is defined once here and used by every chapter:
 
 * the population loss is below ``loss_threshold`` (default ``0.01``, i.e. a root-mean-square
-  error of ``sqrt(2 * 0.01) ~ 0.14`` on labels of size 1), and
+  error of :math:`\sqrt{2 \cdot 0.01} \approx 0.14` on labels of size 1), and
 * the two heads put mass at least ``mass_threshold`` (default ``0.9``) on *different* targets:
-  one head on ``i*`` and the other on ``j*``.
+  one head on :math:`i^*` and the other on :math:`j^*`.
 
 Neither condition implies the other. The mass condition gives the sign on every input: if one
-head has mass ``mu`` on ``i*`` and the other on ``j*``, then ``|f(x) - y(x)| <= 2 (1 - mu^2)``
-for every ``x`` (:func:`sxor.xor.analysis.sup_error_bound`), below ``0.38`` at ``mu = 0.9``. The
-loss condition bounds the average error, but it does not force mass ``0.9``: loss is
-``(1 - g_a h_b - g_b h_a)^2 / 2`` plus the weight on wrong pairs, and leakage spread thinly over
-many non-targets costs little (at ``d = 1000``, heads ``0.88 e_a + 0.12 u`` and ``0.99 e_b + 0.01 u``,
-``u`` uniform on the non-targets, have loss ``0.0083`` and mass ``0.88``). The chapter on the
+head has mass :math:`\mu` on :math:`i^*` and the other on :math:`j^*`, then
+:math:`|f(x) - y(x)| \le 2 (1 - \mu^2)` for every :math:`x`
+(:func:`sxor.xor.analysis.sup_error_bound`), below 0.38 at :math:`\mu = 0.9`. The
+loss condition bounds the average error, but it does not force mass 0.9: the loss is
+:math:`(1 - g_a h_b - g_b h_a)^2 / 2` plus the weight on wrong pairs, and leakage spread thinly over
+many non-targets costs little (at :math:`d = 1000`, heads :math:`0.88\, e_a + 0.12\, u` and
+:math:`0.99\, e_b + 0.01\, u`, :math:`u` uniform on the non-targets, have loss 0.0083 and mass 0.88). The chapter on the
 population gradient states and proves both facts.
 """
 
@@ -23,15 +24,33 @@ import torch
 
 
 def target_masses(attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """Mass of each head on each target: ``M [..., 2, 2]`` with ``M[..., h, t]`` the weight that
-    head ``h`` (0: ``gamma``, 1: ``gamma~``) puts on target ``t`` (0: ``i*``, 1: ``j*``)."""
+    r"""Mass of each head on each target: ``M [..., 2, 2]`` with ``M[..., h, t]`` the weight that
+    head ``h`` (0: :math:`\gamma`, 1: :math:`\tilde\gamma`) puts on target ``t`` (0: :math:`i^*`, 1: :math:`j^*`).
+
+    Parameters
+    ----------
+    attention
+        Weights :math:`\gamma` of the first head, ``[..., d]``.
+    attention_tilde
+        Weights :math:`\tilde\gamma` of the second head, ``[..., d]``.
+    support
+        The targets :math:`(i^*, j^*)`, an integer tensor ``[..., 2]``.
+    """
     heads = torch.stack(torch.broadcast_tensors(attention, attention_tilde), dim=-2)  # [..., 2, d]
     idx = support.to(heads.device).unsqueeze(-2).expand(*heads.shape[:-1], 2)
     return heads.gather(-1, idx)
 
 
 def specialised(masses: torch.Tensor, mass_threshold: float = 0.9) -> torch.Tensor:
-    """True where one head has mass ``>= mass_threshold`` on ``i*`` and the other on ``j*``."""
+    r"""True where one head has mass ``>= mass_threshold`` on :math:`i^*` and the other on :math:`j^*`.
+
+    Parameters
+    ----------
+    masses
+        Target masses ``[..., 2, 2]`` from :func:`~sxor.xor.metrics.target_masses`.
+    mass_threshold
+        Least mass a head must put on its target.
+    """
     straight = (masses[..., 0, 0] >= mass_threshold) & (masses[..., 1, 1] >= mass_threshold)
     crossed = (masses[..., 0, 1] >= mass_threshold) & (masses[..., 1, 0] >= mass_threshold)
     return straight | crossed
@@ -46,12 +65,28 @@ def success(
     loss_threshold: float = 0.01,
     mass_threshold: float = 0.9,
 ) -> torch.Tensor:
-    """The success criterion of the module docstring, per instance."""
+    """The success criterion of the module docstring, per instance (a boolean tensor ``[...]``).
+
+    Parameters
+    ----------
+    loss
+        Population loss per instance, ``[...]``.
+    attention
+        Weights of the first head, ``[..., d]``.
+    attention_tilde
+        Weights of the second head, ``[..., d]``.
+    support
+        The targets, an integer tensor ``[..., 2]``.
+    loss_threshold
+        The loss must be strictly below this.
+    mass_threshold
+        Each head's mass on its own target must be at least this.
+    """
     masses = target_masses(attention, attention_tilde, support)
     return (loss < loss_threshold) & specialised(masses, mass_threshold)
 
 
-#: Names of the outcomes returned by :func:`failure_modes`, indexed by their integer code.
+#: Names of the outcomes returned by :func:`~sxor.xor.metrics.failure_modes`, indexed by their integer code.
 FAILURE_MODES: tuple[str, ...] = ("success", "off_target", "same_target", "under_stepped")
 
 
@@ -64,14 +99,19 @@ def failure_modes(
     loss_threshold: float = 0.01,
     mass_threshold: float = 0.9,
 ) -> torch.Tensor:
-    """Classify each instance into one code of :data:`FAILURE_MODES` (exhaustive, exclusive):
+    """Classify each instance into one code of ``FAILURE_MODES`` (exhaustive, exclusive):
 
-    * ``0 success``: :func:`success` holds;
+    * ``0 success``: :func:`~sxor.xor.metrics.success` holds;
     * ``1 off_target``: otherwise, some head's largest weight is on a non-target position
       (mass leaks to the wrong place);
     * ``2 same_target``: otherwise, both heads' largest weights sit on the same target;
     * ``3 under_stepped``: the heads' largest weights sit on different targets, but the loss or the
       mass is short of its threshold (the step was too small to sharpen the attention).
+
+    Parameters
+    ----------
+    loss, attention, attention_tilde, support, loss_threshold, mass_threshold
+        As in :func:`~sxor.xor.metrics.success`.
     """
     ok = success(
         loss, attention, attention_tilde, support, loss_threshold=loss_threshold, mass_threshold=mass_threshold
@@ -87,7 +127,18 @@ def failure_modes(
 
 
 def mode_fractions(codes: torch.Tensor) -> dict[str, float]:
-    """Fraction of instances in each mode of :data:`FAILURE_MODES` (over all entries of ``codes``)."""
+    """Fraction of instances in each mode of ``FAILURE_MODES`` (over all entries of ``codes``).
+
+    Parameters
+    ----------
+    codes
+        Integer codes from :func:`~sxor.xor.metrics.failure_modes`, any shape.
+
+    Raises
+    ------
+    ValueError
+        if ``codes`` is empty, floating or holds a code outside ``0..3``.
+    """
     if codes.numel() == 0:
         raise ValueError("codes is empty: no instances to classify")
     if codes.is_floating_point() or bool(((codes < 0) | (codes >= len(FAILURE_MODES))).any()):

@@ -1,12 +1,12 @@
-"""The one-layer, two-head attention model of Part I.
+r"""The one-layer, two-head attention model of Part I.
 
-Each head has a query ``theta in R^m`` and attends over the ``d`` positions through the scores
-``s_i = <v_i, theta>`` of the frozen keys ``v_i``:
+Each head has a query :math:`\theta \in \mathbb{R}^m` and attends over the :math:`d` positions
+through the scores :math:`s_i = \langle v_i, \theta \rangle` of the frozen keys :math:`v_i`:
 
-.. math::  \\gamma = \\phi(V\\theta), \\qquad f(x) = -(\\gamma\\cdot x)(\\tilde\\gamma\\cdot x),
+.. math::  \gamma = \phi(V\theta), \qquad f(x) = -(\gamma\cdot x)(\tilde\gamma\cdot x),
 
-where ``phi`` is the attention map. ``kind="softmax"`` is the paper's exact softmax
-``gamma_i = exp(s_i) / sum_j exp(s_j)``. Other kinds are registered in ``ATTENTION_KINDS``;
+where :math:`\phi` is the attention map. ``kind="softmax"`` is the paper's exact softmax
+:math:`\gamma_i = e^{s_i} / \sum_j e^{s_j}`. Other kinds are registered in ``ATTENTION_KINDS``;
 each one supplies its weights and the pullback (vector-Jacobian product) needed by the
 closed-form population gradient.
 """
@@ -23,10 +23,10 @@ from .checks import check_dtype, check_embeddings, check_finite, check_kind, che
 
 @dataclass(frozen=True)
 class AttentionKind:
-    """An attention map ``phi: scores [..., d] -> weights [..., d]`` and its pullback.
+    r"""An attention map :math:`\phi`: scores ``[..., d]`` to weights ``[..., d]``, and its pullback.
 
-    ``pullback(scores, weights, u)`` returns ``J_phi(scores)^T u``, the gradient with respect to
-    the scores of ``<u, phi(scores)>``.
+    ``pullback(scores, weights, u)`` returns :math:`J_\phi(s)^\top u`, the gradient with respect
+    to the scores :math:`s` of :math:`\langle u, \phi(s) \rangle`.
     """
 
     weights: Callable[[torch.Tensor], torch.Tensor]
@@ -101,8 +101,20 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
 
 
 def attention_kind(kind: str) -> AttentionKind:
-    """Look up an attention map by name, raising ValueError for an unknown one (and
-    ArgumentTypeError, a TypeError and ValueError, for a name that is not a string)."""
+    """Look up an attention map by name.
+
+    Parameters
+    ----------
+    kind
+        A key of ``ATTENTION_KINDS`` (``"softmax"``, ``"linear"`` or ``"erf"``).
+
+    Raises
+    ------
+    ArgumentTypeError
+        (a TypeError and ValueError) for a name that is not a string.
+    ValueError
+        for an unknown name.
+    """
     check_kind(kind)
     try:
         return ATTENTION_KINDS[kind]
@@ -111,10 +123,22 @@ def attention_kind(kind: str) -> AttentionKind:
 
 
 def scores(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """Attention scores ``s = V theta``: ``[..., d]`` from ``V [..., d, m]`` and ``theta [..., m]``.
+    r"""Attention scores :math:`s = V\theta`: ``[..., d]`` from ``V [..., d, m]`` and ``theta [..., m]``.
 
-    Raises ArgumentTypeError unless both are real floating tensors; ValueError unless ``V`` has
-    ``d >= 2`` rows, ``theta`` has length ``m``, both share one dtype and device and are finite.
+    Parameters
+    ----------
+    V
+        Frozen key embeddings ``[..., d, m]`` (row :math:`i` is :math:`v_i`).
+    theta
+        Query ``[..., m]``; batch shapes broadcast against those of ``V``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless both are real floating tensors.
+    ValueError
+        unless ``V`` has ``d >= 2`` rows, ``theta`` has length ``m``, both share one dtype and
+        device and are finite.
     """
     _, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
@@ -122,26 +146,62 @@ def scores(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
 
 
 def scores_unchecked(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
-    """:func:`scores` without input validation, for loops that check their inputs once (and for
-    trajectories allowed to diverge, whose non-finite queries must not raise)."""
+    """:func:`~sxor.xor.model.scores` without input validation, for loops that check their inputs
+    once (and for trajectories allowed to diverge, whose non-finite queries must not raise).
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[..., d, m]``.
+    theta
+        Query ``[..., m]``.
+    """
     return (V @ theta.unsqueeze(-1)).squeeze(-1)
 
 
 def attention(V: torch.Tensor, theta: torch.Tensor, kind: str = "softmax") -> torch.Tensor:
-    """Weights ``gamma = phi(V theta)`` of one head, shape ``[..., d]``.
+    r"""Weights :math:`\gamma = \phi(V\theta)` of one head, shape ``[..., d]``.
 
-    Raises as :func:`scores` does, and ValueError for an unknown ``kind``."""
+    Parameters
+    ----------
+    V
+        Key embeddings ``[..., d, m]``.
+    theta
+        Query ``[..., m]``.
+    kind
+        Name of the attention map :math:`\phi` in ``ATTENTION_KINDS``.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.model.scores` does, and ValueError for an unknown ``kind``.
+    """
     _, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
     return attention_kind(kind).weights(scores_unchecked(V, theta))
 
 
 def predict_from_weights(x: torch.Tensor, gamma: torch.Tensor, gamma_tilde: torch.Tensor) -> torch.Tensor:
-    """``f(x) = -(gamma . x)(gamma~ . x)`` for ``x [..., n, d]`` and weights ``[..., d]``.
+    r"""Model output :math:`f(x) = -(\gamma\cdot x)(\tilde\gamma\cdot x)` from the attention weights, shape ``[..., n]``.
 
-    Raises ArgumentTypeError unless the weights are real floating tensors and ``x`` a real
-    tensor; ValueError unless the weights share one dtype, device and length ``d``, ``x`` has
-    last dimension ``d`` and everything is finite. ``x`` is converted to the weights' dtype.
+    ``x`` is converted to the weights' dtype.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]``.
+    gamma
+        Weights :math:`\gamma` of the first head, ``[..., d]``.
+    gamma_tilde
+        Weights :math:`\tilde\gamma` of the second head, ``[..., d]``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless the weights are real floating tensors and ``x`` a real tensor.
+    ValueError
+        unless the weights share one dtype, device and length ``d``, ``x`` has last dimension
+        ``d`` and everything is finite.
     """
     d = check_weights(gamma, gamma_tilde, ("gamma", "gamma_tilde"))
     check_finite("gamma", gamma)
@@ -162,12 +222,31 @@ def predict(
     theta_tilde: torch.Tensor,
     kind: str = "softmax",
 ) -> torch.Tensor:
-    """Model output ``f(x) = -(gamma . x)(gamma~ . x)`` for inputs ``x [..., n, d]``, shape ``[..., n]``.
+    r"""Model output :math:`f(x) = -(\gamma\cdot x)(\tilde\gamma\cdot x)` for inputs ``x [..., n, d]``, shape ``[..., n]``.
 
-    Raises ArgumentTypeError unless ``V``, ``theta``, ``theta_tilde`` are real floating tensors
-    and ``x`` a real tensor; ValueError unless the shapes agree (``V [..., d, m]``, queries
-    ``[..., m]``, ``x [..., n, d]``), the queries share ``V``'s dtype and device, everything is
-    finite and ``kind`` is registered.
+    Here :math:`\gamma = \phi(V\theta)` and :math:`\tilde\gamma = \phi(V\tilde\theta)`.
+
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]``.
+    V
+        Key embeddings ``[..., d, m]``.
+    theta
+        Query :math:`\theta` of the first head, ``[..., m]``.
+    theta_tilde
+        Query :math:`\tilde\theta` of the second head, ``[..., m]``.
+    kind
+        Name of the attention map :math:`\phi` in ``ATTENTION_KINDS``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``V``, ``theta``, ``theta_tilde`` are real floating tensors and ``x`` a real tensor.
+    ValueError
+        unless the shapes agree (``V [..., d, m]``, queries ``[..., m]``, ``x [..., n, d]``),
+        the queries share ``V``'s dtype and device, everything is finite and ``kind`` is
+        registered.
     """
     d, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)

@@ -21,10 +21,27 @@ def empirical_loss(
     theta_tilde: torch.Tensor,
     kind: str = "softmax",
 ) -> torch.Tensor:
-    """``1/2 mean_k (f(x_k) - y_k)^2`` over the rows of ``x [..., n, d]``, shape ``[...]``.
+    r"""Empirical loss :math:`\frac{1}{2n} \sum_k (f(x_k) - y_k)^2` over the rows of ``x [..., n, d]``, shape ``[...]``.
 
-    Raises as :func:`~sxor.xor.model.predict` does, and ValueError unless ``y`` is a finite real tensor
-    ``[..., n]`` matching ``x``."""
+    Parameters
+    ----------
+    x
+        Inputs ``[..., n, d]``.
+    y
+        Labels ``[..., n]``.
+    V
+        Key embeddings ``[..., d, m]``.
+    theta, theta_tilde
+        Queries of the two heads, ``[..., m]``.
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.model.predict` does, and unless ``y`` is a finite real tensor
+        ``[..., n]`` matching ``x``.
+    """
     check_tensor("x", x, 2)
     check_tensor("y", y, 1, finite=True)
     if y.is_complex() or y.dtype == torch.bool:
@@ -41,9 +58,24 @@ def enumerated_loss(
     support: torch.Tensor,
     kind: str = "softmax",
 ) -> torch.Tensor:
-    """Population loss by summing over all ``2^d`` inputs (exact, ``O(2^d d)``; small ``d`` only).
+    r"""Population loss by summing over all :math:`2^d` inputs (exact, :math:`O(2^d d)`; small :math:`d` only).
 
-    Raises as :func:`~sxor.xor.population.population_loss` does, and ValueError for ``d > 24``."""
+    Parameters
+    ----------
+    V
+        Key embeddings ``[..., d, m]``.
+    theta, theta_tilde
+        Queries of the two heads, ``[..., m]``.
+    support
+        The pair :math:`(i^*, j^*)`, ``[..., 2]``.
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.population.population_loss` does, and ValueError for ``d > 24``.
+    """
     d, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
     check_query("theta_tilde", theta_tilde, m, like=V)
@@ -63,11 +95,31 @@ def monte_carlo_loss(
     generator: torch.Generator | None = None,
     kind: str = "softmax",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Monte Carlo estimate of the population loss from ``n`` fresh samples, with its standard error.
+    r"""Monte Carlo estimate of the population loss from ``n`` fresh samples, with its standard error.
 
-    Returns ``(estimate, standard_error)`` where ``standard_error = std / sqrt(n)``.
-    Raises as :func:`~sxor.xor.population.population_loss` and :func:`~sxor.xor.data.sample_sparse_xor` do (``n >= 2``
-    integer: one sample has no standard error).
+    Returns ``(estimate, standard_error)`` where the standard error is :math:`\hat\sigma / \sqrt{n}`.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[d, m]``.
+    theta, theta_tilde
+        Queries of the two heads, ``[..., m]``.
+    support
+        One pair :math:`(i^*, j^*)`.
+    n
+        Number of samples, at least 2.
+    generator
+        Random generator for the samples.
+    kind
+        Name of the attention map.
+
+    Raises
+    ------
+    ArgumentTypeError, ValueError
+        as :func:`~sxor.xor.population.population_loss` and
+        :func:`~sxor.xor.data.sample_sparse_xor` do (``n >= 2`` integer: one sample has no
+        standard error).
     """
     d, m = check_embeddings(V)
     check_int("n", n, 2)
@@ -82,7 +134,23 @@ def monte_carlo_loss(
 def autograd_grad(loss_fn, theta: torch.Tensor, theta_tilde: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradient of ``loss_fn(theta, theta_tilde).sum()`` by reverse-mode autodiff.
 
-    Raises ArgumentTypeError unless ``loss_fn`` is callable and the queries real floating tensors."""
+    Parameters
+    ----------
+    loss_fn
+        Callable of the two queries returning a loss tensor.
+    theta, theta_tilde
+        Queries at which to differentiate (detached copies are used).
+
+    Returns
+    -------
+    tuple
+        The gradients with respect to ``theta`` and ``theta_tilde``.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``loss_fn`` is callable and the queries real floating tensors.
+    """
     if not callable(loss_fn):
         raise ArgumentTypeError(f"loss_fn must be callable, got {type(loss_fn).__name__}")
     check_tensor("theta", theta, 1, real=True)

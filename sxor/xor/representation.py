@@ -1,20 +1,22 @@
-"""What the attention maps can represent: the best population loss reachable at all, and floors.
+r"""What the attention maps can represent: the best population loss reachable at all, and floors.
 
 The chapter "Why exact softmax" asks whether linear and erf attention fail because of their
 training dynamics or because no pair of queries reaches a low loss. Two tools answer it:
 
-* :func:`minimise_loss` runs L-BFGS on the closed-form population loss
+* :func:`~sxor.xor.representation.minimise_loss` runs L-BFGS on the closed-form population loss
   (:func:`sxor.xor.population.population_loss`, exact gradient
   :func:`sxor.xor.population.population_grad`) over both queries from given starts: the smallest
   loss found is an *upper* bound on the infimum, the measured "best loss reachable";
-* :func:`starts` builds the starts: the antisymmetric initialisation, random queries, queries
-  aimed at the two targets (``c v_a, c v_b``), and least-squares aims (the query whose linear
-  weights come closest to ``e_a``, likewise ``e_b``);
-* two *lower* bounds proved in the chapter: :data:`ERF_LOSS_FLOOR`, valid for every pair of
-  queries whenever the origin lies in the convex hull of the non-target embeddings
-  (:func:`erf_floor_probability` is the probability of that by Wendel's theorem), and
-  :func:`linear_loss_floor`, a floor for linear attention from the leverages of ``span(1, V)``;
-* :func:`origin_in_hull` certifies the erf floor's hypothesis per instance (:func:`erf_floor_certified`).
+* :func:`~sxor.xor.representation.starts` builds the starts: the antisymmetric initialisation,
+  random queries, queries aimed at the two targets (:math:`c v_a, c v_b`), and least-squares aims
+  (the query whose linear weights come closest to :math:`e_a`, likewise :math:`e_b`);
+* two *lower* bounds proved in the chapter: ``ERF_LOSS_FLOOR``, valid for every pair of queries
+  whenever the origin lies in the convex hull of the non-target embeddings
+  (:func:`~sxor.xor.representation.erf_floor_probability` is the probability of that by Wendel's
+  theorem), and :func:`~sxor.xor.representation.linear_loss_floor`, a floor for linear attention
+  from the leverages of :math:`\operatorname{span}(\mathbf{1}, V)`;
+* :func:`~sxor.xor.representation.origin_in_hull` certifies the erf floor's hypothesis per
+  instance (:func:`~sxor.xor.representation.erf_floor_certified`).
 """
 
 from __future__ import annotations
@@ -26,21 +28,32 @@ import torch
 from .checks import check_embeddings, check_support
 from .population import population_grad_unchecked, population_loss
 
-#: Erf attention has ``L >= (1/2)(121/225)^2`` if ``0`` is in the convex hull of ``{v_j : j != a, b}``.
+#: Erf attention has :math:`L \ge \frac{1}{2}(121/225)^2` if 0 is in the convex hull of :math:`\{v_j : j \ne a, b\}`.
 ERF_LOSS_FLOOR = 0.5 * (121 / 225) ** 2
-#: The start families of :func:`starts`, in order.
+#: The start families of :func:`~sxor.xor.representation.starts`, in order.
 START_NAMES = ("antisymmetric", "random", "aimed c=1", "aimed c=4", "aimed c=16", "least squares")
 
 
 def starts(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, *,
            generator: torch.Generator | None = None) -> torch.Tensor:
-    """Starting query pairs ``[len(START_NAMES), 2, m]`` for one instance (``V [d, m]``,
-    ``theta0 [m]``, ``support [2]``), in the order of :data:`START_NAMES`.
+    r"""Starting query pairs ``[len(START_NAMES), 2, m]`` for one instance, in the order of ``START_NAMES``.
 
-    ``antisymmetric`` is ``(theta0, -theta0)``; ``random`` two independent uniform unit vectors;
-    ``aimed c`` is ``(c v_a, c v_b)``; ``least squares`` is ``(q_a, q_b)`` with ``q_t`` minimising
-    ``||P V q - d P e_t||`` (``P`` the centring projection): the query whose linear weights
-    ``1/d + P V q / d`` come closest to ``e_t``, which they equal when ``rank(PV) = d - 1``.
+    ``antisymmetric`` is :math:`(\theta_0, -\theta_0)`; ``random`` two independent uniform unit
+    vectors; ``aimed c`` is :math:`(c v_a, c v_b)`; ``least squares`` is :math:`(q_a, q_b)` with
+    :math:`q_t` minimising :math:`\lVert P V q - d P e_t \rVert` (:math:`P` the centring
+    projection): the query whose linear weights :math:`1/d + P V q / d` come closest to :math:`e_t`,
+    which they equal when :math:`\operatorname{rank}(PV) = d - 1`.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[d, m]``.
+    theta0
+        Antisymmetric initial query ``[m]``.
+    support
+        The pair :math:`(a, b)`, ``[2]``.
+    generator
+        Random generator for the random start.
     """
     d, m = check_embeddings(V)
     if V.dim() != 2 or theta0.shape != (m,) or support.shape != (2,):
@@ -62,12 +75,24 @@ def starts(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, *,
 
 def minimise_loss(V: torch.Tensor, support: torch.Tensor, start: torch.Tensor, kind: str, *,
                   max_iter: int = 400) -> tuple[float, torch.Tensor]:
-    """L-BFGS (strong Wolfe line search) on the population loss of one instance over both
-    queries, from ``start [2, m]``, with the exact closed-form gradient.
+    r"""L-BFGS (strong Wolfe line search) on the population loss of one instance over both queries, with the exact closed-form gradient.
 
-    Returns ``(loss, queries [2, m])`` at the end; the loss is the smallest value the run reached,
-    an upper bound on ``inf L``. A run that produces a non-finite loss is stopped and reports the
+    Returns ``(loss, queries [2, m])`` at the end; the loss is the smallest value the run reached, an
+    upper bound on :math:`\inf L`. A run that produces a non-finite loss is stopped and reports the
     last finite point.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[d, m]``.
+    support
+        The pair :math:`(a, b)`, ``[2]``.
+    start
+        Starting queries ``[2, m]``.
+    kind
+        Name of the attention map.
+    max_iter
+        Largest number of L-BFGS iterations.
     """
     d, m = check_embeddings(V)
     if start.shape != (2, m):
@@ -96,8 +121,31 @@ def minimise_loss(V: torch.Tensor, support: torch.Tensor, start: torch.Tensor, k
 
 def best_losses(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, kind: str, *,
                 names: tuple[str, ...] = START_NAMES, seed: int = 0, max_iter: int = 400) -> torch.Tensor:
-    """Smallest loss :func:`minimise_loss` reaches from the starts ``names`` of :func:`starts`, for
-    each of ``S`` instances (``V [S, d, m]``, ``theta0 [S, m]``, ``support [S, 2]``): ``[S, len(names)]``."""
+    r"""Smallest loss :func:`~sxor.xor.representation.minimise_loss` reaches from each start, for each of ``S`` instances, ``[S, len(names)]``.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[S, d, m]``.
+    theta0
+        Antisymmetric initial queries ``[S, m]``.
+    support
+        Supports ``[S, 2]``.
+    kind
+        Name of the attention map.
+    names
+        A non-empty subset of ``START_NAMES`` (the starts of
+        :func:`~sxor.xor.representation.starts`).
+    seed
+        Seed of the generator of the random starts.
+    max_iter
+        Largest number of L-BFGS iterations per run.
+
+    Raises
+    ------
+    ValueError
+        unless ``V`` is ``[S, d, m]`` and ``names`` is a non-empty subset of ``START_NAMES``.
+    """
     if V.dim() != 3:
         raise ValueError(f"V must have shape [S, d, m], got {tuple(V.shape)}")
     unknown = set(names) - set(START_NAMES)
@@ -114,25 +162,57 @@ def best_losses(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, ki
 
 
 def wendel(N: int, m: int) -> float:
-    """Probability that ``N`` i.i.d. uniform points on ``S^(m-1)`` lie in some open half-space
-    (Wendel, 1962): ``2^-(N-1) sum_{k<m} C(N-1, k)``; it is 1 for ``N <= m``."""
+    r"""Probability that :math:`N` i.i.d. uniform points on :math:`S^{m-1}` lie in some open half-space (Wendel, 1962).
+
+    It is :math:`2^{-(N-1)} \sum_{k<m} \binom{N-1}{k}`, and 1 for :math:`N \le m`.
+
+    Parameters
+    ----------
+    N
+        Number of points.
+    m
+        Dimension of the ambient space.
+    """
     if N < 1 or m < 1:
         raise ValueError(f"N and m must be positive, got N={N}, m={m}")
     return min(1.0, sum(math.comb(N - 1, k) for k in range(m)) / 2 ** (N - 1))
 
 
 def erf_floor_probability(d: int, m: int) -> float:
-    """A lower bound on the probability that :data:`ERF_LOSS_FLOOR` holds for every pair of queries:
-    ``1 - wendel(d - 2, m)`` (the origin is then in the convex hull of the ``d - 2`` non-target
-    embeddings, almost surely)."""
+    r"""A lower bound on the probability that ``ERF_LOSS_FLOOR`` holds for every pair of queries.
+
+    It is :math:`1 - \mathrm{wendel}(d - 2, m)`: the origin is then in the convex hull of the
+    :math:`d - 2` non-target embeddings, almost surely.
+
+    Parameters
+    ----------
+    d
+        Number of positions.
+    m
+        Embedding dimension.
+    """
     return 1.0 - wendel(d - 2, m)
 
 
 def linear_loss_floor(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """The chapter's floor for linear attention, valid for every pair of queries:
-    ``L >= 1/2 - tau^2 / (1 - eps)`` with ``Pi`` the orthogonal projection onto ``span(1, V)``,
-    ``eps = sum_i ||Pi e_i||^4`` and ``tau^2 = (||Pi e_a||^2 ||Pi e_b||^2 + <Pi e_a, Pi e_b>^2) / 2``.
-    Shape ``[...]`` for ``V [..., d, m]``; ``nan`` where ``eps >= 1`` (the bound says nothing)."""
+    r"""The chapter's floor for linear attention, valid for every pair of queries, shape ``[...]``.
+
+    .. math::
+       L \ge \frac{1}{2} - \frac{\tau^2}{1 - \varepsilon}, \qquad
+       \varepsilon = \sum_i \lVert \Pi e_i \rVert^4, \qquad
+       \tau^2 = \tfrac{1}{2}\big(\lVert \Pi e_a \rVert^2 \lVert \Pi e_b \rVert^2
+       + \langle \Pi e_a, \Pi e_b \rangle^2\big),
+
+    with :math:`\Pi` the orthogonal projection onto :math:`\operatorname{span}(\mathbf{1}, V)`;
+    ``nan`` where :math:`\varepsilon \ge 1` (the bound says nothing).
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[..., d, m]``.
+    support
+        The pair :math:`(a, b)`, ``[..., 2]``.
+    """
     d, m = check_embeddings(V)
     check_support(support, d)
     basis = torch.cat([torch.ones(*V.shape[:-1], 1, dtype=V.dtype, device=V.device), V], -1)
@@ -147,10 +227,25 @@ def linear_loss_floor(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
 
 
 def min_norm_point(points: torch.Tensor, *, max_iter: int = 10_000) -> tuple[torch.Tensor, list[int], torch.Tensor]:
-    """Wolfe's (1976) algorithm for the point of smallest norm in the convex hull of ``points [N, m]``
-    (float64 on the CPU). Returns ``(x, corral, weights)``: ``x [m]``, the indices of the affinely
-    independent points whose convex combination with positive ``weights`` is ``x``. A floating-point
-    result: :func:`origin_in_hull` turns it into a certificate."""
+    r"""Wolfe's (1976) algorithm for the point of smallest norm in the convex hull of ``points [N, m]``.
+
+    Float64 on the CPU. Returns ``(x, corral, weights)``: ``x [m]``, the indices of the affinely
+    independent points whose convex combination with positive ``weights`` is ``x``. A
+    floating-point result: :func:`~sxor.xor.representation.origin_in_hull` turns it into a
+    certificate.
+
+    Parameters
+    ----------
+    points
+        The points ``[N, m]``, :math:`N \ge 1`.
+    max_iter
+        Largest number of iterations.
+
+    Raises
+    ------
+    ValueError
+        unless ``points`` has shape ``[N, m]`` with ``N >= 1``.
+    """
     if points.dim() != 2 or points.shape[0] < 1:
         raise ValueError(f"points must have shape [N, m] with N >= 1, got {tuple(points.shape)}")
     P = points.detach().to("cpu", torch.float64)
@@ -187,16 +282,25 @@ def min_norm_point(points: torch.Tensor, *, max_iter: int = 10_000) -> tuple[tor
 
 
 def origin_in_hull(points: torch.Tensor) -> int:
-    """Certify whether ``0`` lies in the convex hull of ``points [N, m]``: ``+1`` certified inside,
-    ``-1`` certified outside, ``0`` undecided (rounding could change the answer).
+    r"""Certify whether 0 lies in the convex hull of ``points [N, m]``.
 
-    *Outside*: the min-norm point ``x`` of :func:`min_norm_point` is a strictly separating direction
-    if ``min_j <p_j, x> > 0``, checked in exact rational arithmetic. *Inside*: the corral has
-    ``m + 1`` points; the barycentric coordinates ``lam`` of ``0`` in that simplex solve
-    ``A lam = e_{m+1}`` with ``A = [P_S^T; 1^T]``. The float solution's residual ``r`` is computed
+    Returns ``+1`` certified inside, ``-1`` certified outside, ``0`` undecided (rounding could change
+    the answer).
+
+    *Outside*: the min-norm point :math:`x` of :func:`~sxor.xor.representation.min_norm_point` is a
+    strictly separating direction if :math:`\min_j \langle p_j, x \rangle > 0`, checked in exact
+    rational arithmetic. *Inside*: the corral has :math:`m + 1` points; the barycentric coordinates
+    :math:`\lambda` of 0 in that simplex solve :math:`A \lambda = e_{m+1}` with
+    :math:`A = [P_S^\top; \mathbf{1}^\top]`. The float solution's residual :math:`r` is computed
     exactly (rationals), and the exact solution differs from it by at most
-    ``||A^-1|| ||r|| = ||r|| / sigma_min(A)``; if every coordinate exceeds twice that bound, the
-    exact coordinates are positive and ``0`` is inside."""
+    :math:`\lVert A^{-1} \rVert \lVert r \rVert = \lVert r \rVert / \sigma_\mathrm{min}(A)`; if
+    every coordinate exceeds twice that bound, the exact coordinates are positive and 0 is inside.
+
+    Parameters
+    ----------
+    points
+        The points ``[N, m]``.
+    """
     from fractions import Fraction
 
     P = points.detach().to("cpu", torch.float64)
@@ -224,9 +328,18 @@ def origin_in_hull(points: torch.Tensor) -> int:
 
 
 def erf_floor_certified(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """Per instance (``V [S, d, m]``, ``support [S, 2]``), whether the hypothesis of the chapter's erf
-    floor holds: :func:`origin_in_hull` of the non-target embeddings, ``+1`` certified, ``-1``
-    certified to fail, ``0`` undecided; ``[S]`` int8."""
+    r"""Per instance, whether the hypothesis of the chapter's erf floor holds, ``[S]`` int8.
+
+    :func:`~sxor.xor.representation.origin_in_hull` of the non-target embeddings: ``+1`` certified,
+    ``-1`` certified to fail, ``0`` undecided.
+
+    Parameters
+    ----------
+    V
+        Key embeddings ``[S, d, m]``.
+    support
+        Supports ``[S, 2]``.
+    """
     if V.dim() != 3 or support.shape != (V.shape[0], 2):
         raise ValueError(f"need V [S, d, m] and support [S, 2], got {tuple(V.shape)}, {tuple(support.shape)}")
     d, _ = check_embeddings(V)

@@ -1,12 +1,12 @@
-"""Inner products of independent uniform vectors on the sphere ``S^(m-1)``.
+r"""Inner products of independent uniform vectors on the sphere :math:`S^{m-1}`.
 
-For ``u, v`` independent and uniform on ``S^(m-1)``, ``t = <u, v>`` has density
+For :math:`u, v` independent and uniform on :math:`S^{m-1}`, :math:`t = \langle u, v \rangle` has density
 
-.. math::  p_m(t) = \\frac{\\Gamma(m/2)}{\\sqrt{\\pi}\\,\\Gamma((m-1)/2)}\\,(1 - t^2)^{(m-3)/2},
-           \\qquad t \\in [-1, 1],
+.. math::  p_m(t) = \frac{\Gamma(m/2)}{\sqrt{\pi}\,\Gamma((m-1)/2)}\,(1 - t^2)^{(m-3)/2},
+           \qquad t \in [-1, 1],
 
-mean 0 and variance exactly ``1/m``; ``sqrt(m) t`` tends to a standard normal. This quantifies
-how nearly orthogonal the frozen positional embeddings are.
+mean 0 and variance exactly :math:`1/m`; :math:`\sqrt{m}\, t` tends to a standard normal. This
+quantifies how nearly orthogonal the frozen positional embeddings are.
 """
 
 from __future__ import annotations
@@ -23,8 +23,22 @@ def _check_m(m: int) -> None:
 
 
 def inner_product_density(t: float, m: int) -> float:
-    """The density ``p_m(t)`` of the module docstring. Raises ArgumentTypeError unless ``m`` is an
-    integer and ``t`` a real number; ValueError unless ``m >= 2`` and ``t`` is finite."""
+    r"""The density :math:`p_m(t)` of the module docstring (0 for :math:`|t| \ge 1`).
+
+    Parameters
+    ----------
+    t
+        The inner product, a real number.
+    m
+        Dimension of the ambient space, at least 2.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``m`` is an integer and ``t`` a real number.
+    ValueError
+        unless ``m >= 2`` and ``t`` is finite.
+    """
     _check_m(m)
     t = check_real("t", t)
     if abs(t) >= 1:
@@ -34,9 +48,25 @@ def inner_product_density(t: float, m: int) -> float:
 
 
 def inner_product_tail(s: float, m: int) -> float:
-    """``P(|<u, v>| > s)`` for ``0 <= s <= 1``: since ``t^2 ~ Beta(1/2, (m-1)/2)``, this is the
-    regularised incomplete beta function ``I_{1-s^2}((m-1)/2, 1/2)``. Raises ArgumentTypeError
-    unless ``m`` is an integer and ``s`` real; ValueError unless ``m >= 2`` and ``0 <= s <= 1``."""
+    r"""Tail :math:`P(|\langle u, v \rangle| > s)` for :math:`0 \le s \le 1`.
+
+    Since :math:`t^2 \sim \mathrm{Beta}(1/2, (m-1)/2)`, this is the regularised incomplete beta
+    function :math:`I_{1-s^2}((m-1)/2, 1/2)`.
+
+    Parameters
+    ----------
+    s
+        Threshold in :math:`[0, 1]`.
+    m
+        Dimension of the ambient space, at least 2.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless ``m`` is an integer and ``s`` real.
+    ValueError
+        unless ``m >= 2`` and ``0 <= s <= 1``.
+    """
     _check_m(m)
     s = check_real("s", s)
     if not 0 <= s <= 1:
@@ -45,9 +75,25 @@ def inner_product_tail(s: float, m: int) -> float:
 
 
 def typical_max_inner_product(num_pairs: int, m: int) -> float:
-    """Median of ``max |<v_i, v_j>|`` over ``num_pairs`` pairs, treating pairs as independent:
-    the ``s`` with ``P(|t| > s) = ln 2 / num_pairs`` (so ``(1 - p)^P ~ e^(-P p) = 1/2``).
-    Raises ArgumentTypeError unless both are integers; ValueError unless ``num_pairs >= 1``, ``m >= 2``."""
+    r"""Median of :math:`\max |\langle v_i, v_j \rangle|` over ``num_pairs`` pairs, treating pairs as independent.
+
+    It is the :math:`s` with :math:`P(|t| > s) = \ln 2 / P`, :math:`P` the number of pairs (so
+    that :math:`(1 - p)^P \approx e^{-P p} = 1/2`).
+
+    Parameters
+    ----------
+    num_pairs
+        Number :math:`P` of pairs, at least 1.
+    m
+        Dimension of the ambient space, at least 2.
+
+    Raises
+    ------
+    ArgumentTypeError
+        unless both are integers.
+    ValueError
+        unless ``num_pairs >= 1``, ``m >= 2``.
+    """
     _check_m(m)
     num_pairs = check_int("num_pairs", num_pairs, 1)
     target = math.log(2) / num_pairs
