@@ -349,3 +349,13 @@ def test_equation_width_estimate_grows_with_the_equation():
     assert 0 < tex_width_em(short) < 10 < tex_width_em(long)
     assert tex_width_em(r"\frac{a}{b}") < tex_width_em("ab")  # stacked, not side by side
     assert tex_width_em(r"a \\ b") == tex_width_em("a")  # the widest line counts
+
+
+def test_execute_tool_shortens_widget_fallbacks():
+    from tools.execute_notebooks import WIDGET_FALLBACK, shorten_widget_fallbacks
+
+    shown = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"},
+                                                         "text/plain": "interactive(" + "x" * 200 + ")"})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])])
+    assert shorten_widget_fallbacks(nb) == 1 and shorten_widget_fallbacks(nb) == 0
+    assert nb.cells[0].outputs[0]["data"]["text/plain"] == WIDGET_FALLBACK and len(WIDGET_FALLBACK) <= 100

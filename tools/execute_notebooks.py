@@ -32,6 +32,24 @@ def strip_unused_widget_state(nb: nbformat.NotebookNode) -> bool:
     return True
 
 
+#: What a widget output's plain-text fallback says instead of the widget's long ``repr``.
+WIDGET_FALLBACK = "(an interactive widget: it runs in Colab or Jupyter; the figure beside it is its static view)"
+
+
+def shorten_widget_fallbacks(nb: nbformat.NotebookNode) -> int:
+    """Replace the ``text/plain`` fallback of every widget output (the widget's ``repr``, often
+    wider than the page) by :data:`WIDGET_FALLBACK`; return how many were replaced. Widget cells
+    are tagged ``nbval-ignore-output``, so nothing compared changes."""
+    count = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            data = output.get("data", {})
+            if WIDGET_MIME in data and data.get("text/plain") != WIDGET_FALLBACK:
+                data["text/plain"] = WIDGET_FALLBACK
+                count += 1
+    return count
+
+
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
@@ -44,6 +62,7 @@ def execute(path: Path) -> float:
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     strip_unused_widget_state(nb)
+    shorten_widget_fallbacks(nb)
     nbformat.write(nb, path)
     return time.perf_counter() - start
 
