@@ -7,10 +7,14 @@ Notation: scores ``s_i = <v_i, theta0>``, support ``(a, b) = (i*, j*)``, ``D = s
 ``rho = <v_a, v_b>`` and ``M(t) = E exp(t <v, theta0>)`` for ``v`` uniform on ``S^(m-1)``.
 At ``theta~ = -theta0`` the exact population gradient is, to leading order in ``1/d``,
 
-.. math::  \\nabla_\\theta L = -\\frac{e^{D} v_a + e^{-D} v_b}{d^2 M(1)^2}
-             + \\frac{\\beta}{d^2}\\,\\theta_0 + O(d^{-5/2}),\\qquad
-           \\nabla_{\\tilde\\theta} L = -\\frac{e^{-D} v_a + e^{D} v_b}{d^2 M(1)^2}
-             - \\frac{\\beta}{d^2}\\,\\theta_0 + O(d^{-5/2}),
+.. math::
+
+   \\begin{aligned}
+   \\nabla_\\theta L &= -\\frac{e^{D} v_a + e^{-D} v_b}{d^2 M(1)^2}
+       + \\frac{\\beta}{d^2}\\,\\theta_0 + O(d^{-5/2}),\\\\
+   \\nabla_{\\tilde\\theta} L &= -\\frac{e^{-D} v_a + e^{D} v_b}{d^2 M(1)^2}
+       - \\frac{\\beta}{d^2}\\,\\theta_0 + O(d^{-5/2}),
+   \\end{aligned}
 
 with :func:`bulk_coefficient` ``beta``. The functions below evaluate these predictions, the
 ``eta -> infinity`` (argmax) limit of one step, semi-analytic failure probabilities, and the fits
