@@ -189,6 +189,23 @@ def fit_power_law(ds, ns) -> tuple[float, float]:
     return float(p), float(np.exp(logc))
 
 
+def _bootstrap_power_law(ds: list[int], sizes: dict[int, int], statistic, num: int, seed: int):
+    """Resample the instances of each ``d`` with replacement ``num`` times (``sizes[d]`` of them),
+    evaluate ``statistic(d, indices)`` at every ``d`` and fit its power law in ``d``. Returns the
+    statistics ``[num, len(ds)]``, the exponents of the resamples where every statistic is finite,
+    and how many resamples were left without one (``undefined``)."""
+    rng = np.random.default_rng(seed)
+    values, exponents, undefined = [], [], 0
+    for _ in range(num):
+        row = [statistic(d, rng.integers(0, sizes[d], sizes[d])) for d in ds]
+        values.append(row)
+        if np.isfinite(row).all():
+            exponents.append(fit_power_law(ds, row)[0])
+        else:
+            undefined += 1
+    return np.asarray(values), exponents, undefined
+
+
 def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 1000, seed: int = 0) -> dict:
     """Quantile ``q`` of ``n*`` at each ``d``, its fitted exponent in ``d``, and percentile (2.5%,
     97.5%) bootstrap intervals, resampling the instances of each ``d`` with replacement.
@@ -202,16 +219,8 @@ def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 
     if not np.isfinite(point).all():
         raise ValueError(f"the {q:.0%} quantile of n* is censored at some d: {dict(zip(ds, point))}")
     p, c = fit_power_law(ds, point)
-    rng = np.random.default_rng(seed)
-    boot_q, boot_p, undefined = [], [], 0
-    for _ in range(num):
-        qs = [censored_quantile(table[d][rng.integers(0, len(table[d]), len(table[d]))], q) for d in ds]
-        boot_q.append(qs)
-        if np.isfinite(qs).all():
-            boot_p.append(fit_power_law(ds, qs)[0])
-        else:
-            undefined += 1
-    boot_q = np.asarray(boot_q)
+    boot_q, boot_p, undefined = _bootstrap_power_law(
+        ds, {d: len(table[d]) for d in ds}, lambda d, idx: censored_quantile(table[d][idx], q), num, seed)
     return {
         "d": ds, "q": q, "quantile": point, "exponent": p, "constant": c,
         # percentiles without interpolation: a censored (inf) resample stays inf instead of nan
@@ -415,16 +424,8 @@ def bootstrap_sgd(records: list[dict], num: int = 1000, seed: int = 0, target: f
         raise ValueError(f"no configuration reaches {target:.0%} at some d: {dict(zip(ds, point))}")
     p, c = fit_power_law(ds, point)
     sizes = {d: len(next(r for r in records if r["d"] == d)["first_success"]) for d in ds}
-    rng = np.random.default_rng(seed)
-    boot_n, boot_p, undefined = [], [], 0
-    for _ in range(num):
-        ns = [sgd_best(records, d, rng.integers(0, sizes[d], sizes[d]), target)["n"] for d in ds]
-        boot_n.append(ns)
-        if np.isfinite(ns).all():
-            boot_p.append(fit_power_law(ds, ns)[0])
-        else:
-            undefined += 1
-    boot_n = np.asarray(boot_n)
+    boot_n, boot_p, undefined = _bootstrap_power_law(
+        ds, sizes, lambda d, idx: sgd_best(records, d, idx, target)["n"], num, seed)
     return {
         "d": ds, "n": point, "exponent": p, "constant": c,
         "n_low": np.percentile(boot_n, 2.5, axis=0, method="inverted_cdf").tolist(),
