@@ -1,6 +1,7 @@
 # Two commands for readers (see README.md):
 #   make book   build the website into _build/html
 #   make test   every check: unit tests, nbval over every notebook, strict book build
+#   make student  the notebooks without their solutions, into STUDENT_DIR (default _build/student)
 # Both create .venv from requirements.txt first when it is missing or out of date.
 
 SHELL := /bin/bash
@@ -10,8 +11,9 @@ PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 NB    ?= $(NOTEBOOKS)
+STUDENT_DIR ?= _build/student
 
-.PHONY: book test unit nbval strict-book execute mutate clean
+.PHONY: book test unit nbval strict-book execute mutate clean student
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +38,11 @@ strict-book: $(STAMP)
 	rm -rf _build/html
 	timeout 900 $(VENV)/bin/jupyter-book build . -W -n --keep-going
 	timeout 120 $(PY) tools/check_site.py _build/html
+
+# The student edition: every notebook with its solutions removed (exercise text kept);
+# tests/test_student.py checks it.
+student: $(STAMP)
+	$(PY) tools/student.py --out $(STUDENT_DIR)
 
 execute: $(STAMP)
 	timeout 1800 $(PY) tools/execute_notebooks.py $(NB)
