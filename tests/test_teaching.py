@@ -12,6 +12,9 @@
 * Chapters 9, 14 and 15 have an "Open problem:" or "Project:" exercise.
 * No provenance talk in the pages (the Part overviews' "Sources and limits" hold it).
 * A CI comparison cell (``experiments.compare(...)``) has the tag ``hide-input``.
+* A reference to a cited theorem of the papers names it in its text,
+  ``{prf:ref}`Theorem 2 of the paper <thm-hg-one-step>```: a bare ``{prf:ref}`thm-hg-one-step```
+  shows the site's number for the overview's statement ("Theorem 1"), not the paper's.
 
 ``SXOR_TEACHING_ROOT=/path/to/checkout`` runs the page checks on another checkout's ``book/``.
 """
@@ -34,6 +37,8 @@ OPEN_CHAPTERS = {9, 14, 15}
 STARS = re.compile(r"^(★{1,3})(?!★)\s+(?P<rest>\S.*)$")
 EXERCISE = re.compile(r"^\s{0,3}(`{3,}|:{3,})\{exercise(?:-start)?\}[ \t]*(?P<title>.*)$", re.M)
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+#: Labels of the papers' results on the Part overviews.
+CITED = ("thm-hg-one-step", "cor-hg-finite-samples", "thm-afz-hardmax", "thm-afz-softmax", "thm-afz-training")
 
 
 def page_number(path: Path) -> tuple[int, bool]:
@@ -151,11 +156,17 @@ def comparison_cell_problems(nb: nbformat.NotebookNode) -> list[str]:
     ]
 
 
+def cited_reference_problems(nb: nbformat.NotebookNode) -> list[str]:
+    text = "\n".join(markdown(nb))
+    return [f"bare reference {{prf:ref}}`{label}`: write {{prf:ref}}`Theorem ... of the paper <{label}>`"
+            for label in CITED if f"{{prf:ref}}`{label}`" in text]
+
+
 def page_problems(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     number, section = page_number(path)
     return (overview_problems(nb) + summary_problems(nb) + exercise_problems(nb, number, section)
-            + provenance_problems(nb) + comparison_cell_problems(nb))
+            + provenance_problems(nb) + comparison_cell_problems(nb) + cited_reference_problems(nb))
 
 
 def test_every_chapter_has_a_page():
@@ -231,7 +242,7 @@ def page(title: str = GOOD_TITLE, end: str = GOOD_END, code: str = "x = 1", tags
 
 def all_problems(nb, number=9, section=False):
     return (overview_problems(nb) + summary_problems(nb) + exercise_problems(nb, number, section)
-            + provenance_problems(nb) + comparison_cell_problems(nb))
+            + provenance_problems(nb) + comparison_cell_problems(nb) + cited_reference_problems(nb))
 
 
 def test_a_good_page_passes():
@@ -285,3 +296,10 @@ def test_provenance_and_comparison_cells_are_found():
     assert provenance_problems(page(code="# see the Machine-written review")) == ["provenance phrase 'machine-written'"]
     assert comparison_cell_problems(page(code="print(experiments.compare(a, b))")) != []
     assert comparison_cell_problems(page(code="print(experiments.compare(a, b))", tags=["hide-input"])) == []
+
+
+def test_bare_references_to_the_cited_theorems_are_found():
+    bare = page(title=GOOD_TITLE + "\n\nBy {prf:ref}`thm-hg-one-step`, one step suffices.")
+    assert len(cited_reference_problems(bare)) == 1
+    named = page(title=GOOD_TITLE + "\n\nBy {prf:ref}`Theorem 2 of the paper <thm-hg-one-step>`, it does.")
+    assert cited_reference_problems(named) == []
