@@ -140,7 +140,7 @@ def plot_variants(results: dict):
 FLOOR_SIZES = {
     "ci": {"cells": [(16, 16), (64, 24)], "instances": 1, "kinds": ["linear", "erf"], "max_iter": 100,
            "starts": ["antisymmetric", "least squares"]},
-    "full": {"cells": [(16, 16), (16, 6), (64, 24), (128, 24)], "instances": 6, "kinds": KINDS, "max_iter": 200,
+    "full": {"cells": [(16, 16), (16, 6), (64, 24), (64, 64), (128, 24)], "instances": 6, "kinds": KINDS, "max_iter": 200,
              "starts": ["antisymmetric", "random", "aimed c=1", "aimed c=4", "aimed c=16", "least squares"]},
 }
 
@@ -192,8 +192,8 @@ def plot_floor(results: dict):
     ax.axhline(0.01, color="gray", ls=":", lw=1, label="success threshold 0.01")
     ax.set_yscale("log")
     ax.set_ylim(1e-17, 2)
-    ax.set_xticks(range(len(cells)), [f"d={d}, m={m}" for d, m in cells])
+    ax.set_xticks(range(len(cells)), [f"d={d}\nm={m}" for d, m in cells])
     ax.set_ylabel("best population loss found (floor 1e-16)")
-    ax.legend(fontsize=8, loc="center")  # the band between 1e-4 and 1e-11 holds no data
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)  # below the axes
     fig.tight_layout()
     return fig
