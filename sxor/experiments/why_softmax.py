@@ -129,9 +129,10 @@ def plot_variants(results: dict):
             ax.set_xscale("log")
     axes[0, 0].set_ylabel("success rate")
     axes[1, 0].set_ylabel("median population loss (floor 1e-16)")
-    axes[0, 1].legend(fontsize=8)
+    handles, labels = axes[0, 1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)  # below the panels
     fig.suptitle(f"Attention variants, m={results['params']['m']}, {results['params']['seeds']} seeds")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
