@@ -322,3 +322,75 @@ def warm_start_sweep(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon
         result = train(data, theta, eps, n_steps, lr=lr, tau=tau, record=record)
         out.append({"epsilon": eps, "steps": n_steps, **result})
     return out
+
+
+def uniform_attention_interpolant(data: TikhonovData, *, epsilons: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5),
+                                  max_iter: int = 500) -> dict[str, torch.Tensor]:
+    """An exact interpolant of ``data`` with **uniform attention** and a small norm (chapter 15).
+
+    With ``q = k = 0`` every attention score is 0, softmax weights are ``1/n`` at every temperature,
+    and with ``rho = 0`` the block is ``T(X_j) = FF(V m_j)`` for every token, ``m_j`` the mean of
+    ``X_j``. Interpolation is then the ``N`` vector equations ``FF(V m_j) = y_j``. Two steps:
+
+    1. *search* (only chooses a good point, proves nothing): from ``theta*``, minimise
+       ``(1/N) sum_j |FF(V m_j) - y_j|^2 + (eps/2)|theta|^2`` over ``(V, eta, W, U, b)`` by L-BFGS in
+       float64, for each ``eps`` of ``epsilons`` in turn (at most ``max_iter`` iterations each);
+    2. *exact correction* (a least-squares problem): where every hidden unit is active at every
+       ``V m_j`` (checked), ``FF(V m_j) = G V m_j + W b`` with ``G = eta I + W U``, so the equations
+       are linear in ``V``; ``V`` is replaced by ``V + G^{-1} R (M^T)^+``, the minimum-norm
+       correction that solves them, ``R`` the residuals and ``M [N, d]`` the means.
+
+    Returns a float64 parameter dict (keys :data:`PARAMETER_NAMES`, ``q = k = rho = 0``, no grad)
+    whose loss :func:`loss` on ``data`` (in float64) is at rounding level; it upper-bounds the
+    squared norm of a minimum-norm interpolant of the block by its :func:`sq_norm`.
+
+    Raises ``TypeError`` for ``data`` that is not a :class:`TikhonovData`, ``ValueError`` for
+    ``epsilons`` that are not a non-empty sequence of finite reals ``> 0``, a ``max_iter < 1``,
+    targets that are not one point per sequence, and when the correction does not apply: means
+    that are not linearly independent (``N > d`` or degenerate data), a singular ``G``, or a hidden
+    unit that is inactive at some mean after the correction.
+    """
+    if not isinstance(data, TikhonovData):
+        raise TypeError(f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}")
+    if not isinstance(epsilons, (list, tuple)) or not epsilons:
+        raise ValueError(f"epsilons must be a non-empty list or tuple of reals > 0, got {epsilons!r}")
+    eps_list = [_real("epsilons", e, positive=True) for e in epsilons]
+    max_iter = _positive_int("max_iter", max_iter)
+    X = _check_X(data.X).detach().double()
+    Y = data.Y.detach().double()
+    if tuple(Y.shape) != (X.shape[0], 1, X.shape[2]):
+        raise ValueError(f"data.Y must have shape [N, 1, d] = {(X.shape[0], 1, X.shape[2])}, got {tuple(Y.shape)}")
+    N, d = X.shape[0], X.shape[2]
+    M, Yp = X.mean(dim=1), Y[:, 0, :]
+    if N > d or int(torch.linalg.matrix_rank(M)) < N:
+        raise ValueError(f"the {N} sequence means must be linearly independent in R^{d} for the correction")
+    th = {k: v.detach().double().clone() for k, v in data.theta_star.items()}
+    free = ("V", "eta", "W", "U", "b")
+    params = [th[k].requires_grad_(True) for k in free]
+
+    def ff(Z):
+        return th["eta"] * Z + torch.relu(Z @ th["U"].T + th["b"]) @ th["W"].T
+
+    for eps in eps_list:
+        opt = torch.optim.LBFGS(params, max_iter=max_iter, tolerance_grad=1e-13, tolerance_change=1e-16,
+                                history_size=50, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            objective = ((ff(M @ th["V"].T) - Yp) ** 2).sum(-1).mean() + eps / 2 * sum((p ** 2).sum() for p in params)
+            objective.backward()
+            return objective
+
+        opt.step(closure)
+    th = {k: v.detach() for k, v in th.items()}
+    G = th["eta"] * torch.eye(d, dtype=torch.float64) + th["W"] @ th["U"]
+    if int(torch.linalg.matrix_rank(G)) < d:
+        raise ValueError("G = eta I + W U is singular at the search's end point; the correction does not apply")
+    if not bool((M @ th["V"].T @ th["U"].T + th["b"] > 0).all()):
+        raise ValueError("a hidden unit is inactive at some mean after the search; the correction does not apply")
+    R = Yp.T - G @ th["V"] @ M.T - (th["W"] @ th["b"])[:, None]  # [d, N]
+    th["V"] = th["V"] + torch.linalg.solve(G, R) @ torch.linalg.pinv(M.T)
+    if not bool((M @ th["V"].T @ th["U"].T + th["b"] > 0).all()):
+        raise ValueError("a hidden unit became inactive at some mean after the correction")
+    th["q"], th["k"], th["rho"] = torch.zeros_like(th["q"]), torch.zeros_like(th["k"]), torch.zeros_like(th["rho"])
+    return th
