@@ -103,8 +103,9 @@ def plot_phases(T, sequences: Sequence, targets: Sequence, *, fontsize: float = 
         for a ``T`` that is not an ``InterpolatingTransformer`` and ``sequences``/``targets`` that
         are not lists of arrays.
     ValueError
-        for a network on the mean route, tokens with ``d != 2``, as many target sets as sequences
-        missing, a ``fontsize <= 0``, and inputs :meth:`~InterpolatingTransformer.snapshots` refuses.
+        for a network on the mean route, tokens with ``d != 2``, not one target set per sequence,
+        a ``fontsize <= 0``, and inputs that
+        :meth:`~sxor.interp.network.InterpolatingTransformer.snapshots` refuses.
     """
     import matplotlib.pyplot as plt
 
