@@ -212,3 +212,39 @@ def test_uniform_attention_interpolant_refuses_bad_input():
     wide = tikhonov_data(N=7, n=5, d=3, seed=0)  # 7 means in R^3 cannot be independent
     with pytest.raises(ValueError, match="linearly independent"):
         uniform_attention_interpolant(wide)
+
+
+def test_exact_uniform_interpolant_interpolates_in_exact_arithmetic():
+    from fractions import Fraction
+
+    from sxor.interp.training import exact_uniform_interpolant, uniform_attention_interpolant
+
+    data = tikhonov_data(N=4, n=7, d=6, seed=2, dtype=torch.float32)
+    th = uniform_attention_interpolant(data, epsilons=(1e-2, 1e-4), max_iter=200)
+    params, sq = exact_uniform_interpolant(data, th)
+    assert isinstance(sq, Fraction) and abs(float(sq) - sq_norm(th)) < 1e-6 * sq_norm(th)  # rounding of the float solve
+    # independent exact check: every token of X_j leaves the block as FF(V m_j) = y_j
+    for j in range(4):
+        tokens = [[Fraction(v) for v in row] for row in data.X[j].double().tolist()]
+        m = [sum(t[c] for t in tokens) / len(tokens) for c in range(6)]
+        z = params["V"].dot(m)
+        hidden = [max(x, 0) for x in params["U"].dot(z) + params["b"]]
+        out = params["eta"] * z + params["W"].dot(hidden)
+        assert list(out) == [Fraction(v) for v in data.Y[j, 0].double().tolist()]
+    assert params["rho"] == 0 and not any(params["q"]) and not any(params["k"])
+
+
+def test_exact_uniform_interpolant_refuses_bad_input():
+    from sxor.interp.training import exact_uniform_interpolant
+
+    data = tikhonov_data(N=3, n=5, d=4, seed=0)
+    with pytest.raises(TypeError, match="TikhonovData"):
+        exact_uniform_interpolant("data", data.theta_star)
+    with pytest.raises(ValueError, match="keys"):
+        exact_uniform_interpolant(data, {"V": data.theta_star["V"]})
+    th = dict(data.theta_star, q=torch.ones(4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="q = k = rho = 0"):
+        exact_uniform_interpolant(data, th)
+    dead = dict(data.theta_star, b=-100 * torch.ones(4, dtype=torch.float64))  # every unit off
+    with pytest.raises(ValueError, match="inactive"):
+        exact_uniform_interpolant(data, dead)
