@@ -388,7 +388,8 @@ def plot_off_target(results: dict, prediction: dict, ds: list[int]):
     return fig
 
 
-def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: list[int] | None = None):
+def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: list[int] | None = None,
+              m95_min_d: int = 1024):
     """Success rate against ``m`` for some ``d`` (solid: the grid's step; dashed: the argmax limit),
     and below it the smallest ``m`` reaching the 95% / 5% levels against ``ln d`` with the line in
     ``ln d`` fitted to ``m_off`` (slope and its bootstrap interval in the legend).
@@ -402,8 +403,11 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
         :func:`sxor.xor.analysis.bootstrap_smallest_m` of the ``no_limit_off_target`` counts with
         its default resamples and seed, which is what the chapter prints.
     ds
-        The ``d`` drawn in the top panel (default: every other power of two of the grid, at most
-        six curves, so that they can be told apart).
+        The ``d`` drawn in the top panel (default: six ``d`` spread evenly over the grid, so that
+        the curves can be told apart).
+    m95_min_d
+        ``m_95`` is drawn only for ``d >= m95_min_d``: below it the same-target floor is close to
+        5% and ``m_95`` is set by sampling noise (the chapter uses it from ``d = 1024`` on).
 
     Returns
     -------
@@ -417,7 +421,7 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
     limit = success_curves(records, "limit_success")
     if ds is None:
         all_d = sorted(curves)
-        ds = [d for d in all_d if int(round(math.log2(d))) % 2 == 0][::-1][:6][::-1]
+        ds = sorted({all_d[int(round(k))] for k in np.linspace(0, len(all_d) - 1, min(6, len(all_d)))})
     colors = plt.cm.plasma(np.linspace(0, 0.85, len(ds)))
     for color, d in zip(colors, ds):
         ms, rates = curves[d]
@@ -430,7 +434,7 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
               ("no_limit_off_target", "s", r"$m_{\rm off}$: off-target $\leq$ 5% ($\eta\to\infty$)")]
     for key, marker, label in series:
         m95 = m95_by_d(records, key)
-        d = np.array([k for k, v in m95.items() if np.isfinite(v)])
+        d = np.array([k for k, v in m95.items() if np.isfinite(v) and (key != "success" or k >= m95_min_d)])
         axes[1].plot(np.log(d), [m95[k] for k in d], marker, mfc="none" if marker == "s" else None, label=label)
     counts = grid_counts(records, "no_limit_off_target")
     if boot is None and sum(np.isfinite(analysis.smallest_m(ms, k / n)) for ms, k, n in counts.values()) >= 2:
