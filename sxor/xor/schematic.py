@@ -28,8 +28,9 @@ from .model import attention, predict_from_weights
 #: The most positions the schematic draws (more would not be legible on a phone).
 MAX_POSITIONS = 10
 
-#: Colours: frozen parts grey, learnable queries and their heads coloured.
+#: The grey of the frozen parts (the learnable queries and their heads are coloured).
 FROZEN = "0.45"
+#: The colours of head 1 and head 2.
 HEAD_COLORS = ("tab:blue", "tab:orange")
 
 
