@@ -12,7 +12,7 @@ from .dataset import check_dataset
 from .exact import fractions, l1, sqrt_upper
 from .layers import hausdorff_squared
 from .network import ENCLOSURE_BITS, InterpolatingTransformer, SALayer, _apply_ff, check_temperature
-from .softmax import feed_forward_enclosure, mean_attention_enclosure, softmax_attention_enclosure
+from .enclosures import feed_forward_enclosure, mean_attention_enclosure, softmax_attention_enclosure
 
 
 def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fraction, Fraction]:
@@ -101,8 +101,8 @@ def _temperature_dependent(sa: SALayer) -> bool:
 def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Push per-sequence boxes through ``blocks`` in exact interval arithmetic.
 
-    FFs by :func:`sxor.interp.softmax.feed_forward_enclosure`, attention layers with :math:`A = 0` by
-    :func:`sxor.interp.softmax.mean_attention_enclosure`, identities unchanged. The result contains
+    FFs by :func:`sxor.interp.enclosures.feed_forward_enclosure`, attention layers with :math:`A = 0` by
+    :func:`sxor.interp.enclosures.mean_attention_enclosure`, identities unchanged. The result contains
     the image of every point of the boxes.
 
     Parameters
@@ -134,7 +134,7 @@ def enclosure_bits(radius: Fraction | None) -> int:
 
     ``ENCLOSURE_BITS``, plus :math:`\log_2(1 / \mathrm{radius})` when the radius is below 1, so that
     the enclosure's absolute error (about :math:`e^{-2\,\mathrm{bits}}`, see
-    :func:`sxor.interp.softmax.softmax_attention_enclosure`) stays far below the radius however close
+    :func:`sxor.interp.enclosures.softmax_attention_enclosure`) stays far below the radius however close
     the targets are.
 
     Parameters
@@ -152,11 +152,11 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
 
     Runs the layers exactly up to the temperature-dependent attention layer (the collapse; every
     earlier SA has :math:`A = 0` or is the identity, so it is exact at every :math:`\tau`), encloses
-    its output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`: exact
+    its output in rational boxes (:func:`sxor.interp.enclosures.softmax_attention_enclosure`: exact
     hardmax centre plus an outward-rounded enclosure of the deviation, at
     :func:`~sxor.interp.certificate.enclosure_bits` bits, so the boxes stay tight for coordinates of
     any size and targets at any distance), and pushes the boxes through every later layer in exact
-    interval arithmetic (:func:`sxor.interp.softmax.feed_forward_enclosure`). Every :math:`\tau > 0`
+    interval arithmetic (:func:`sxor.interp.enclosures.feed_forward_enclosure`). Every :math:`\tau > 0`
     is supported: the enclosure clamps huge exponents, so the work does not grow as
     :math:`\tau \to 0`.
 
