@@ -17,12 +17,47 @@ multi-precision number is involved, and exact rational arithmetic elsewhere.
 
 from __future__ import annotations
 
+import math
+import numbers
 from fractions import Fraction
 
 import mpmath
 import numpy as np
 
 from .layers import _fractions, as_exact, attention_scores
+
+#: Largest working precision (bits) :func:`~sxor.interp.enclosures.softmax_attention_enclosure`
+#: accepts. Its cost grows like ``prec**1.6`` per operation and :math:`n^3 d` operations per
+#: sequence; ``prec = 10**7`` would run for hours, so it is refused. The certificate never needs
+#: more than a few hundred bits (see :func:`sxor.interp.certificate.enclosure_bits`).
+MAX_PREC = 10_000
+
+
+def check_precision(prec: object) -> int:
+    r"""A working precision in bits: an integer in ``[2, MAX_PREC]``.
+
+    Parameters
+    ----------
+    prec
+        The precision to check.
+
+    Raises
+    ------
+    TypeError
+        for a bool or a non-integer type (floats included, even ``200.0``).
+    ValueError
+        for ``prec < 2`` and ``prec > MAX_PREC``.
+    """
+    if isinstance(prec, bool) or not isinstance(prec, numbers.Integral):
+        raise TypeError(f"prec must be an integer number of bits, got {prec!r} of type {type(prec).__name__}")
+    prec = int(prec)
+    if prec < 2:
+        raise ValueError(f"prec must be >= 2 bits, got prec={prec}")
+    if prec > MAX_PREC:
+        raise ValueError(f"prec={prec} bits is above the documented limit MAX_PREC = {MAX_PREC} "
+                         "(the interval softmax would not finish in reasonable time)")
+    return prec
+
 
 def _to_interval(x: Fraction) -> mpmath.ctx_iv.ivmpf:
     return mpmath.iv.mpf(x.numerator) / mpmath.iv.mpf(x.denominator)
@@ -85,14 +120,18 @@ def softmax_attention_enclosure(
     tau
         Rational temperature :math:`\tau > 0`.
     prec
-        Working precision of the interval arithmetic, in bits.
+        Working precision of the interval arithmetic, in bits: an integer in ``[2, MAX_PREC]``
+        (:data:`~sxor.interp.enclosures.MAX_PREC`, 10 000).
 
     Raises
     ------
     ValueError
         for ``tau <= 0``, floats anywhere (see :mod:`sxor.interp.exact`), ``X`` that is not
-        ``[n, d]`` and ``V`` that is not ``[d, d]``.
+        ``[n, d]``, ``V`` that is not ``[d, d]``, and ``prec`` outside ``[2, MAX_PREC]``.
+    TypeError
+        for a ``prec`` that is not an integer.
     """
+    prec = check_precision(prec)
     X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
     rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
     if X.ndim != 2:
@@ -194,21 +233,44 @@ def feed_forward_enclosure(
         return low, high
 
     out_lo, out_hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
+    patterns: dict[tuple[int, ...], list[int]] = {}  # activation pattern -> the boxes that have it
+    # pre-activation bounds of every box at once, exactly, in integers over common denominators
+    corners, D = integer_form(np.concatenate([lo, hi]))
+    L, H = corners[:n], corners[n:]
+    UB, Du = integer_form(np.concatenate([U, b.reshape(w, 1)], axis=1))
+    Ui, bD = UB[:, :d], UB[:, d] * D
+    Upos = np.where(Ui > 0, Ui, 0).astype(object)
+    Uneg = (Ui - Upos).astype(object)
+    pre_lo = _int_matmul(L, Upos.T) + _int_matmul(H, Uneg.T) + bD  # [n, w], times Du * D
+    pre_hi = _int_matmul(H, Upos.T) + _int_matmul(L, Uneg.T) + bD
     for i in range(n):
-        pre = [affine(U[k], b[k], lo[i], hi[i]) for k in range(w)]
-        if all(a >= 0 or c <= 0 for a, c in pre):  # constant pattern: the layer is affine here
-            on = [k for k, (a, _) in enumerate(pre) if a >= 0 and not (a == 0 and pre[k][1] == 0)]
-            for r in range(d):
-                coef = [eta * (r == j) + sum((W[r, k] * U[k, j] for k in on), zero) for j in range(d)]
-                const = sum((W[r, k] * b[k] for k in on), zero)
-                out_lo[i, r], out_hi[i, r] = affine(coef, const, lo[i], hi[i])
+        if all(a >= 0 or c <= 0 for a, c in zip(pre_lo[i], pre_hi[i])):  # constant pattern: affine here
+            on = tuple(k for k in range(w) if pre_lo[i, k] >= 0 and not (pre_lo[i, k] == 0 and pre_hi[i, k] == 0))
+            if not on:  # every ReLU is off: the layer is x -> eta x
+                for r in range(d):
+                    out_lo[i, r], out_hi[i, r] = (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
+                continue
+            patterns.setdefault(on, []).append(i)
             continue
+        pre = [(Fraction(int(a), Du * D), Fraction(int(c), Du * D)) for a, c in zip(pre_lo[i], pre_hi[i])]
         hidden = [(max(a, zero), max(c, zero)) for a, c in pre]
         h_lo, h_hi = [a for a, _ in hidden], [c for _, c in hidden]
         for r in range(d):
             low, high = affine(W[r], zero, h_lo, h_hi)
             e_lo, e_hi = (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
             out_lo[i, r], out_hi[i, r] = low + e_lo, high + e_hi
+    for on, rows in patterns.items():  # the affine map x -> M x + c of the pattern, on all its boxes at once
+        M = np.array([[eta * (r == j) + sum((W[r, k] * U[k, j] for k in on), zero) for j in range(d)]
+                      + [sum((W[r, k] * b[k] for k in on), zero)] for r in range(d)], dtype=object)
+        Mc, Dm = integer_form(M)
+        Mi, cD = Mc[:, :d], Mc[:, d] * D
+        Mpos = np.where(Mi > 0, Mi, 0).astype(object)
+        Mneg = (Mi - Mpos).astype(object)
+        low = _int_matmul(L[rows], Mpos.T) + _int_matmul(H[rows], Mneg.T) + cD  # times Dm * D
+        high = _int_matmul(H[rows], Mpos.T) + _int_matmul(L[rows], Mneg.T) + cD
+        for t, i in enumerate(rows):
+            for r in range(d):
+                out_lo[i, r], out_hi[i, r] = Fraction(int(low[t, r]), Dm * D), Fraction(int(high[t, r]), Dm * D)
     return _fractions(out_lo), _fractions(out_hi)
 
 
@@ -242,3 +304,220 @@ def mean_attention_enclosure(lo: object, hi: object, rho: object, beta: object) 
     a_lo, a_hi = (rho * lo, rho * hi) if rho >= 0 else (rho * hi, rho * lo)
     c_lo, c_hi = (beta * m_lo, beta * m_hi) if beta >= 0 else (beta * m_hi, beta * m_lo)
     return _fractions(a_lo + c_lo), _fractions(a_hi + c_hi)
+
+
+# --------------------------------------------------------------------------------------------
+# the fast enclosure: exact integer scores, vectorised float64 with directed rounding
+# --------------------------------------------------------------------------------------------
+
+_TINY = float(np.nextafter(0.0, 1.0))  # 2^-1074, the least positive float64
+
+
+def integer_form(X: np.ndarray) -> tuple[np.ndarray, int]:
+    r"""``(P, D)`` with ``X == P / D`` exactly: ``P`` an object array of Python ints, ``D > 0`` the least common denominator.
+
+    Parameters
+    ----------
+    X
+        An object array of Fractions (or ints).
+    """
+    flat = [Fraction(v) for v in X.flat]
+    D = math.lcm(*(v.denominator for v in flat)) if flat else 1
+    P = np.empty(X.shape, dtype=object)
+    P.flat[:] = [v.numerator * (D // v.denominator) for v in flat]
+    return P, D
+
+
+def _int_matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Exact ``A @ B`` of object arrays of Python ints (int64 arithmetic when it cannot overflow)."""
+    big_a = max((abs(v) for v in A.flat), default=0)
+    big_b = max((abs(v) for v in B.flat), default=0)
+    if big_a < 2**62 and big_b < 2**62 and big_a * big_b * max(A.shape[-1], 1) < 2**62:
+        return (A.astype(np.int64) @ B.astype(np.int64)).astype(object)
+    return A @ B
+
+
+def _up(x):
+    """The next float64 towards +inf: an upper bound of the exact result of one rounded-to-nearest operation."""
+    return np.nextafter(x, np.inf)
+
+
+def _down(x):
+    return np.nextafter(x, -np.inf)
+
+
+def _matmul_up(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    r"""An entrywise upper bound on the exact product of two **nonnegative** float64 matrices.
+
+    For any summation order (BLAS blocking, FMA), :math:`|\mathrm{fl}(AB) - AB| \le \gamma_K AB +
+    K \cdot 2^{-1074}` with :math:`K` the inner dimension and :math:`\gamma_K = K u / (1 - K u)`,
+    :math:`u = 2^{-53}` (the second term covers underflow). The bound used,
+    :math:`\mathrm{fl}(AB) (1 + 2 (K + 2) u) + (K + 2) 2^{-1074}`, each step rounded up, exceeds it.
+    """
+    K = A.shape[-1]
+    M = A @ B
+    return _up(_up(M * _up(1.0 + (K + 2) * 2.0**-52)) + (K + 2) * _TINY)
+
+
+_LOG2E_LO = float(np.nextafter(1.4426950408889634, 0.0))  # < log2(e) = 1.44269504088896340736...
+_LN2_LO = float(np.nextafter(0.6931471805599453, 0.0))  # < ln 2 = 0.69314718055994530941...
+_EXP_TAYLOR = [(-1.0) ** k / math.factorial(k) for k in range(17)]  # degree 16: ends on a + term
+
+
+def exp_neg_upper(a: np.ndarray) -> np.ndarray:
+    r"""A rigorous upper bound on :math:`e^{-a}` for float64 :math:`a \ge 0`, vectorised; never 0.
+
+    Needs no accuracy promise from the platform's ``exp``: with :math:`y \le a \log_2 e` (rounded
+    down), :math:`j = \lfloor y \rfloor`, :math:`w \le (y - j) \ln 2 \in [0, 0.7)` (rounded down),
+    :math:`e^{-a} \le 2^{-y} = 2^{-j} e^{-(y - j) \ln 2} \le 2^{-j} e^{-w}`, and :math:`e^{-w}` is at
+    most its Taylor polynomial of degree 16 (an alternating series with decreasing terms, cut after a
+    positive term). Horner's rule in float64 evaluates that polynomial with an error below
+    :math:`32 u e^{w} + 17 u < 10^{-14}` for :math:`w < 0.7`; :math:`10^{-13}` is added. The scaling by
+    :math:`2^{-j}` is exact except in the subnormal range, where one more step up covers it.
+
+    Parameters
+    ----------
+    a
+        Nonnegative float64 array (a lower bound of the true exponent's size).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    y = np.maximum(_down(a * _LOG2E_LO), 0.0)
+    j = np.floor(y)
+    w = np.maximum(_down((y - j) * _LN2_LO), 0.0)  # y - j is exact
+    p = np.full_like(w, _EXP_TAYLOR[-1])
+    for c in _EXP_TAYLOR[-2::-1]:
+        p = p * w + c
+    p = p + 1e-13
+    big = j > 2000  # 2^-2000 underflows anyway
+    out = _up(np.ldexp(p, -np.where(big, 2000, j).astype(np.int64)))
+    return np.maximum(out, _TINY)
+
+
+def _ratios_up(numerators: list[int], den: int) -> np.ndarray:
+    """Upper bounds (float64) of ``num / den`` for nonnegative ints; ``inf`` beyond the float range.
+
+    Python's int true division is correctly rounded, so one step up bounds the exact ratio."""
+    out = np.empty(len(numerators), dtype=np.float64)
+    for i, num in enumerate(numerators):
+        try:
+            out[i] = num / den
+        except OverflowError:
+            out[i] = math.inf
+    return _up(out)
+
+
+def softmax_attention_box(
+    X: object, A: object, rho: object, V: object, tau: object
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    r"""A fast rigorous box around softmax self-attention: ``|SA_tau(X) - centre| <= radius`` entrywise.
+
+    ``centre`` is the exact hardmax output :math:`\rho x_i + V m_i` (:math:`m_i` the mean of the
+    argmax set :math:`C_i` of query :math:`i`, :math:`k_i = |C_i|`), and, from the deviation form of
+    :func:`~sxor.interp.enclosures.softmax_attention_enclosure` and
+    :math:`\pi_{il} = e^{(s_{il} - s_{i,\max})/\tau} / Z_i` with :math:`Z_i \ge k_i`,
+
+    .. math::
+       |\mathrm{SA}_\tau(X)_{ir} - \mathrm{centre}_{ir}|
+       \le \sum_c |V_{rc}| \, \frac{1}{k_i} \sum_{l \notin C_i} e^{-(s_{i,\max} - s_{il})/\tau}\, |x_{lc} - m_{ic}|
+       =: \mathrm{radius}_{ir}.
+
+    How it is computed, and why it is rigorous:
+
+    * the scores, the argmax sets and :math:`m_i` are **exact**: the tokens are written over one
+      common denominator (:func:`~sxor.interp.enclosures.integer_form`) and the scores are integer
+      matrix products (int64 when no overflow is possible, Python integers otherwise);
+    * every float in the radius is an **upper bound** of the exact quantity: integer ratios are
+      rounded correctly by Python and then stepped up (or down, for the exponents, whose size is
+      under-estimated), :math:`e^{-a}` by :func:`~sxor.interp.enclosures.exp_neg_upper`, products
+      and sums by :func:`~sxor.interp.enclosures._matmul_up` (outward rounding with the standard
+      error bound of a floating-point dot product, underflow included);
+    * the radius is returned as the exact rational value of those floats.
+
+    Cost :math:`O(n^2 d + n d^2)` operations on machine numbers, against :math:`O(n^3 d)`
+    multi-precision interval operations for the reference enclosure. The box is wider than the
+    reference one (its width is about the deviation itself, not :math:`2^{-\mathrm{prec}}` times it),
+    which is all a certificate of exactness needs: the box must fit in the slab a later snap layer
+    maps to one point.
+
+    Parameters
+    ----------
+    X
+        One exact sequence ``[n, d]``.
+    A
+        Key-query matrix ``[d, d]`` (exact).
+    rho
+        Weight :math:`\rho` of the skip connection (exact).
+    V
+        Value matrix ``[d, d]`` (exact).
+    tau
+        Rational temperature :math:`\tau > 0`.
+
+    Returns
+    -------
+    centre, radius, finite
+        ``[n, d]`` object arrays of Fractions, and whether every radius is finite. When the tokens
+        are beyond the float64 range (about :math:`10^{308}`) the radius is ``inf`` there,
+        ``finite`` is ``False``, and that radius is replaced by the reference enclosure's (exact)
+        one at 200 bits, so the box is rigorous in every case.
+
+    Raises
+    ------
+    ValueError
+        as :func:`~sxor.interp.enclosures.softmax_attention_enclosure`.
+    """
+    X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
+    rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
+    if X.ndim != 2:
+        raise ValueError(f"X must have shape [n, d], got {X.shape}")
+    if tau <= 0:
+        raise ValueError(f"tau must be > 0 for softmax, got {tau}")
+    n, d = X.shape
+    if A.shape != (d, d):
+        raise ValueError(f"A must have shape {(d, d)}, got {A.shape}")
+    if V.shape != (d, d):
+        raise ValueError(f"V must have shape {(d, d)}, got {V.shape}")
+    P, D = integer_form(X)
+    Ai, Da = integer_form(A)
+    S = _int_matmul(_int_matmul(P, Ai.T), P.T)  # scores * D^2 Da, exact
+    top = S.max(axis=1)
+    argmax = S == top[:, None]
+    tau = Fraction(tau)
+    den = D * D * Da * tau.numerator  # (top - s) / tau = (top - s) * tau.denominator / den
+    cap = den * 746  # exponents beyond -746 are bounded by the least positive float
+    Vi, Dv = integer_form(V)
+    V_up = _ratios_up([abs(int(v)) for v in Vi.flat], Dv).reshape(d, d)
+    centre = np.empty((n, d), dtype=object)
+    radius = np.zeros((n, d), dtype=np.float64)
+    groups: dict[bytes, list[int]] = {}
+    for i in range(n):
+        groups.setdefault(argmax[i].tobytes(), []).append(i)
+    for rows in groups.values():
+        C = argmax[rows[0]]
+        k = int(C.sum())
+        total = P[C].sum(axis=0)  # k D m, exact ints
+        m = [Fraction(int(t), k * D) for t in total]
+        Vm = [sum((Fraction(V[r, c]) * m[c] for c in range(d) if V[r, c] != 0), Fraction(0)) for r in range(d)]
+        for i in rows:
+            centre[i] = [rho * X[i, r] + Vm[r] for r in range(d)] if rho != 0 else list(Vm)
+        out = np.flatnonzero(~C)
+        if out.size == 0:  # every score ties: softmax equals hardmax
+            continue
+        kD = k * D
+        a_up = _ratios_up([abs(int(p) * k - int(t)) for row in P[out] for p, t in zip(row, total)], kD)
+        a_up = a_up.reshape(out.size, d)  # |x_l - m| <= a_up
+        gaps = [(int(top[i]) - int(s)) * tau.denominator for i in rows for s in S[i, out]]
+        a_lo = np.array([746.0 if e >= cap else e / den for e in gaps], dtype=np.float64)  # Python: correctly rounded
+        E = exp_neg_upper(np.maximum(_down(a_lo), 0.0)).reshape(len(rows), out.size)
+        B = _up(_matmul_up(E, a_up) / k)  # |deviation_c| <= B_c
+        radius[rows] = _matmul_up(B, V_up.T)
+    finite = bool(np.isfinite(radius).all())
+    exact_radius = np.empty((n, d), dtype=object)
+    if not finite:
+        lo, hi = softmax_attention_enclosure(X, A, rho, V, tau, 200)
+    for i in range(n):
+        for r in range(d):
+            if math.isfinite(radius[i, r]):
+                exact_radius[i, r] = Fraction(float(radius[i, r]))
+            else:
+                exact_radius[i, r] = max(hi[i, r] - centre[i, r], centre[i, r] - lo[i, r])
+    return centre, exact_radius, finite
