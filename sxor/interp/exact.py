@@ -176,9 +176,14 @@ def identity(d: int) -> np.ndarray:
 
 
 def dot(u: Iterable, x: Iterable) -> Fraction:
-    r"""Exact :math:`\langle u, x \rangle` of two sequences of rationals of one length.
+    r"""Exact :math:`\langle u, x \rangle` of two sequences of rationals (int or Fraction) of one length.
+
+    Summed in integers over the least common denominator of the products, with one reduction at
+    the end (a few times faster than adding Fractions one by one).
     """
-    return sum((a * b for a, b in zip(u, x, strict=True)), Fraction(0))
+    terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in zip(u, x, strict=True)]
+    den = math.lcm(*(q for _, q in terms)) if terms else 1
+    return Fraction(sum(p * (den // q) for p, q in terms), den)
 
 
 def mean(X: np.ndarray, rows: Sequence[int] | None = None) -> Token:
