@@ -178,12 +178,21 @@ def identity(d: int) -> np.ndarray:
 def dot(u: Iterable, x: Iterable) -> Fraction:
     r"""Exact :math:`\langle u, x \rangle` of two sequences of rationals (int or Fraction) of one length.
 
-    Summed in integers over the least common denominator of the products, with one reduction at
+    Summed in integers over a running common denominator of the products, with one reduction at
     the end (a few times faster than adding Fractions one by one).
     """
-    terms = [(a.numerator * b.numerator, a.denominator * b.denominator) for a, b in zip(u, x, strict=True)]
-    den = math.lcm(*(q for _, q in terms)) if terms else 1
-    return Fraction(sum(p * (den // q) for p, q in terms), den)
+    num, den = 0, 1
+    for a, b in zip(u, x, strict=True):
+        q = a.denominator * b.denominator
+        if q == den:
+            num += a.numerator * b.numerator
+        elif den % q == 0:
+            num += a.numerator * b.numerator * (den // q)
+        else:
+            common = den // math.gcd(den, q) * q
+            num = num * (common // den) + a.numerator * b.numerator * (common // q)
+            den = common
+    return Fraction(num, den)
 
 
 def mean(X: np.ndarray, rows: Sequence[int] | None = None) -> Token:
