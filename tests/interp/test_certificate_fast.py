@@ -205,3 +205,22 @@ def test_enclosure_refuses_huge_precision_instead_of_hanging():
     lo, hi = softmax_attention_enclosure(as_exact([[1, 0], [0, 1]]), as_exact([[1, 0], [0, 1]]), 0,
                                          as_exact([[1, 0], [0, 1]]), 1, MAX_PREC)
     assert all(a <= b for a, b in zip(lo.flat, hi.flat))
+
+
+def test_directed_rounding_helpers_bound_the_exact_values():
+    from sxor.interp.enclosures import _matmul_up, _ratios_up
+
+    rng = random.Random(5)
+    nums = [rng.randint(0, 10**30) for _ in range(400)]
+    dens = [rng.randint(1, 10**20) for _ in range(400)]
+    assert all(Fraction(float(_ratios_up([p], q)[0])) >= Fraction(p, q) for p, q in zip(nums, dens))
+    assert _ratios_up([10**400], 1)[0] == np.inf
+    gen = np.random.default_rng(0)
+    for K in (1, 7, 64):
+        A, B = gen.random((5, K)) * 10.0 ** gen.integers(-300, 300), gen.random((K, 4))
+        up = _matmul_up(A, B)
+        exact = [[sum(Fraction(float(A[i, k])) * Fraction(float(B[k, j])) for k in range(K)) for j in range(4)] for i in range(5)]
+        assert all(Fraction(float(up[i, j])) >= exact[i][j] for i in range(5) for j in range(4))
+        assert all(float(up[i, j]) <= float(exact[i][j]) * (1 + 1e-13) + 1e-300 for i in range(5) for j in range(4))
+    tiny = np.full((1, 3), 1e-200)
+    assert (_matmul_up(tiny, tiny.T) > 0).all()  # underflow: still an upper bound, not 0
