@@ -53,6 +53,8 @@ def test_certify_with_a_temperature(tmp_path, capsys):
 BAD_JSON = [
     ("repeated token", {"inputs": [[[0, 0], [0, 0]]], "targets": [[[1, 1]]]}, "repeats the token"),
     ("float", {"inputs": [[[0.1, 0]]], "targets": [[[1, 1]]]}, "JSON float"),
+    ("integer-valued float", {"inputs": [[[1.0, 0]]], "targets": [[[1, 1]]]}, "JSON float"),
+    ("float tau", GOOD | {"tau": 0.5}, "JSON float"),
     ("m > n", {"inputs": [[[0, 0]]], "targets": [[[1, 1], [2, 2]]]}, "m <= n"),
     ("missing targets", {"inputs": [[[0, 0]]]}, "missing key"),
     ("unknown key", GOOD | {"targetz": []}, "unknown key"),
