@@ -258,8 +258,8 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
 def exact_states(blocks: Sequence, states: list[np.ndarray]) -> list[np.ndarray]:
     r"""The exact outputs of ``blocks`` on ``states``, in integer arithmetic over a common denominator.
 
-    The same values as applying each block's layers exactly (:meth:`FFLayer.__call__`,
-    :meth:`SALayer.__call__` at :math:`\tau = 0`), computed on the stacked tokens of all sequences
+    The same values as applying each block's layers exactly (``FFLayer.__call__``,
+    ``SALayer.__call__`` at :math:`\tau = 0`), computed on the stacked tokens of all sequences
     written as ``P / D`` (Python integers): an FF is two integer matrix products and one ReLU; an
     attention layer must have :math:`A = 0` (then :math:`x \mapsto \rho x + \beta
     \operatorname{mean}(X_j)`, the same at every temperature) or be the identity.

@@ -15,7 +15,7 @@ not the decimal it prints as; write ``"0.1"`` or ``"1/10"``. Example::
     {"inputs":  [[[0, 0], [1, 0], [0, 1]], [[2, 2], [3, 1]]],
      "targets": [[[1, 1], ["1/2", 0]],     [[5, 5]]]}
 
-**NPZ** (``.npz``, :func:`numpy.savez`): integer arrays ``inputs_0, ..., inputs_{N-1}`` (shape
+**NPZ** (``.npz``, written by ``numpy.savez``): integer arrays ``inputs_0, ..., inputs_{N-1}`` (shape
 ``[n_j, d]``) and ``targets_0, ..., targets_{N-1}`` (shape ``[m_j, d]``), and optionally an integer
 ``denominator`` (default 1) that divides every entry (and an optional integer ``tau``), so that ``np.savez(f, inputs_0=8 * X0, ...,
 denominator=8)`` stores tokens with eighths. Float arrays are refused likewise.

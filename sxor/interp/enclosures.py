@@ -248,7 +248,8 @@ def feed_forward_enclosure(
             on = tuple(k for k in range(w) if pre_lo[i, k] >= 0 and not (pre_lo[i, k] == 0 and pre_hi[i, k] == 0))
             if not on:  # every ReLU is off: the layer is x -> eta x
                 for r in range(d):
-                    out_lo[i, r], out_hi[i, r] = (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
+                    a, c = eta * lo[i, r], eta * hi[i, r]
+                    out_lo[i, r], out_hi[i, r] = (a, c) if eta >= 0 else (c, a)
                 continue
             patterns.setdefault(on, []).append(i)
             continue
@@ -429,7 +430,7 @@ def softmax_attention_box(
     * every float in the radius is an **upper bound** of the exact quantity: integer ratios are
       rounded correctly by Python and then stepped up (or down, for the exponents, whose size is
       under-estimated), :math:`e^{-a}` by :func:`~sxor.interp.enclosures.exp_neg_upper`, products
-      and sums by :func:`~sxor.interp.enclosures._matmul_up` (outward rounding with the standard
+      and sums by ``_matmul_up`` (outward rounding with the standard
       error bound of a floating-point dot product, underflow included);
     * the radius is returned as the exact rational value of those floats.
 
@@ -454,8 +455,9 @@ def softmax_attention_box(
 
     Returns
     -------
-    centre, radius, finite
-        ``[n, d]`` object arrays of Fractions, and whether every radius is finite. When the tokens
+    tuple
+        ``(centre, radius, finite)``: two ``[n, d]`` object arrays of Fractions, and whether every
+        float64 radius was finite. When the tokens
         are beyond the float64 range (about :math:`10^{308}`) the radius is ``inf`` there,
         ``finite`` is ``False``, and that radius is replaced by the reference enclosure's (exact)
         one at 200 bits, so the box is rigorous in every case.

@@ -224,3 +224,13 @@ def test_directed_rounding_helpers_bound_the_exact_values():
         assert all(float(up[i, j]) <= float(exact[i][j]) * (1 + 1e-13) + 1e-300 for i in range(5) for j in range(4))
     tiny = np.full((1, 3), 1e-200)
     assert (_matmul_up(tiny, tiny.T) > 0).all()  # underflow: still an upper bound, not 0
+
+
+def test_collapse_margins_count_a_tie_at_the_top_as_a_gap_of_zero():
+    from sxor.interp.construct import collapse_layer
+
+    s = as_exact([[1, 0], [0, 1], [1, 1]])  # query (1, 0) scores 1, 0, 1: two tokens share the top
+    gap, spread = collapse_margins([s], collapse_layer(2))
+    assert gap == 0 and spread == 2 * 2
+    gap, _ = collapse_margins([as_exact([[2, 0], [0, 1]])], collapse_layer(2))
+    assert gap == 1  # query (0, 1): scores 0 and 1
