@@ -8,8 +8,9 @@ arXiv 2502.02270).
 * :mod:`sxor.interp.clustering`: repeated attention as a clustering dynamics, leaders.
 * :mod:`sxor.interp.lemmas`: the three collapse lemmas (constructions, predictions, checks,
   random admissible instances).
-* :mod:`sxor.interp.softmax`: softmax near hardmax (gaps, bounds), snap layers, and rigorous
-  rational enclosures.
+* :mod:`sxor.interp.softmax`: softmax near hardmax (gaps, collapse bounds) and snap layers.
+* :mod:`sxor.interp.enclosures`: rigorous rational enclosures (softmax attention, FF and mean
+  attention on boxes) that the certificate uses.
 * :mod:`sxor.interp.network`, :mod:`sxor.interp.hats`, :mod:`sxor.interp.dataset`,
   :mod:`sxor.interp.construct`, :mod:`sxor.interp.certificate`: this book's exact interpolation
   construction (hardmax, and softmax exact below a temperature ``tau_max``), its layers, dataset
@@ -40,7 +41,8 @@ from .layers import (
     self_attention,
 )
 from .lemmas import identity_layer, identity_matrix, rank_one_layer
-from .softmax import feed_forward_enclosure, snap_layer, softmax_attention_enclosure
+from .enclosures import feed_forward_enclosure, softmax_attention_enclosure
+from .softmax import snap_layer
 
 __all__ = [
     "InterpolatingTransformer",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Sequence
 
@@ -11,8 +12,16 @@ import numpy as np
 from .dataset import check_dataset
 from .exact import fractions, l1, sqrt_upper
 from .layers import hausdorff_squared
-from .network import ENCLOSURE_BITS, InterpolatingTransformer, SALayer, _apply_ff, check_temperature
-from .softmax import feed_forward_enclosure, mean_attention_enclosure, softmax_attention_enclosure
+from .network import ENCLOSURE_BITS, Block, InterpolatingTransformer, SALayer, _apply_ff, check_temperature, identity_sa
+from .enclosures import (
+    MAX_PREC,
+    _int_matmul,
+    feed_forward_enclosure,
+    integer_form,
+    mean_attention_enclosure,
+    softmax_attention_box,
+    softmax_attention_enclosure,
+)
 
 
 def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fraction, Fraction]:
@@ -21,7 +30,8 @@ def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fract
     :math:`\Delta` is the smallest score gap :math:`s_{i i^*} - \max_{l \ne i^*} s_{il}` over all
     tokens of all sequences at the collapse layer; :math:`\mathrm{spread} = \max_j (n_j - 1) D_j`
     with :math:`D_j` the largest :math:`\ell^1` distance between two tokens of sequence :math:`j` (an
-    upper bound on the :math:`\ell^2` one).
+    upper bound on the :math:`\ell^2` one). Exact, in integer arithmetic over one common
+    denominator per sequence (:func:`~sxor.interp.enclosures.integer_form`).
 
     Parameters
     ----------
@@ -30,18 +40,21 @@ def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fract
     collapse
         The collapse attention layer.
     """
-    A = collapse.A
+    Ai, Da = integer_form(collapse.A)
     gap: Fraction | None = None
     spread = Fraction(0)
     for s in states:
-        S = (s @ A.T) @ s.T
+        P, D = integer_form(s)
+        S = _int_matmul(_int_matmul(P, Ai.T), P.T)  # scores * D^2 Da
         n = s.shape[0]
-        for i in range(n):
-            row = sorted(S[i], reverse=True)
-            if n > 1:
-                gap = row[0] - row[1] if gap is None else min(gap, row[0] - row[1])
-        diam = max((l1(a - b for a, b in zip(s[i], s[l])) for i in range(n) for l in range(n)), default=Fraction(0))
-        spread = max(spread, (n - 1) * diam)
+        if n > 1:
+            row_gap = min(int(a) - int(b) for a, b in (sorted(row, reverse=True)[:2] for row in S))
+            g = Fraction(row_gap, D * D * Da)
+            gap = g if gap is None else min(gap, g)
+        big = max((abs(v) for v in P.flat), default=0)
+        Q = P.astype(np.int64) if 2 * big * P.shape[1] < 2**62 else P
+        diam = max((int(np.abs(Q - Q[i]).sum(axis=1).max()) for i in range(n)), default=0)
+        spread = max(spread, (n - 1) * Fraction(diam, D))
     return (gap if gap is not None else Fraction(1)), spread
 
 
@@ -101,8 +114,8 @@ def _temperature_dependent(sa: SALayer) -> bool:
 def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Push per-sequence boxes through ``blocks`` in exact interval arithmetic.
 
-    FFs by :func:`sxor.interp.softmax.feed_forward_enclosure`, attention layers with :math:`A = 0` by
-    :func:`sxor.interp.softmax.mean_attention_enclosure`, identities unchanged. The result contains
+    FFs by :func:`sxor.interp.enclosures.feed_forward_enclosure`, attention layers with :math:`A = 0` by
+    :func:`sxor.interp.enclosures.mean_attention_enclosure`, identities unchanged. The result contains
     the image of every point of the boxes.
 
     Parameters
@@ -119,8 +132,11 @@ def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]
     """
     for block in blocks:
         ff = block.ff
-        boxes = [(lo, hi) if ff.is_identity else feed_forward_enclosure(lo, hi, ff.eta, ff.W, ff.U, ff.b)
-                 for lo, hi in boxes]
+        if not ff.is_identity:  # token-wise: one call on the stacked boxes of every sequence
+            cuts = np.cumsum([0] + [lo.shape[0] for lo, _ in boxes])
+            lo, hi = feed_forward_enclosure(np.concatenate([b[0] for b in boxes]), np.concatenate([b[1] for b in boxes]),
+                                            ff.eta, ff.W, ff.U, ff.b)
+            boxes = [(lo[a:b], hi[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
         if block.sa.is_identity:
             continue
         if not block.sa.scores_constant:
@@ -134,8 +150,11 @@ def enclosure_bits(radius: Fraction | None) -> int:
 
     ``ENCLOSURE_BITS``, plus :math:`\log_2(1 / \mathrm{radius})` when the radius is below 1, so that
     the enclosure's absolute error (about :math:`e^{-2\,\mathrm{bits}}`, see
-    :func:`sxor.interp.softmax.softmax_attention_enclosure`) stays far below the radius however close
+    :func:`sxor.interp.enclosures.softmax_attention_enclosure`) stays far below the radius however close
     the targets are.
+
+    Capped at :data:`sxor.interp.enclosures.MAX_PREC` (a radius below :math:`2^{-9800}`): the
+    enclosure stays rigorous at any precision, only less tight.
 
     Parameters
     ----------
@@ -144,19 +163,20 @@ def enclosure_bits(radius: Fraction | None) -> int:
     """
     if radius is None or radius >= 1:
         return ENCLOSURE_BITS
-    return ENCLOSURE_BITS + radius.denominator.bit_length() - radius.numerator.bit_length() + 1
+    return min(MAX_PREC, ENCLOSURE_BITS + radius.denominator.bit_length() - radius.numerator.bit_length() + 1)
 
 
-def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence, tau=None) -> dict:
+def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence, tau=None, *,
+                        reference: bool = False) -> dict:
     r"""Rigorous check of a softmax network at temperature ``tau`` (default ``T.tau``).
 
     Runs the layers exactly up to the temperature-dependent attention layer (the collapse; every
     earlier SA has :math:`A = 0` or is the identity, so it is exact at every :math:`\tau`), encloses
-    its output in rational boxes (:func:`sxor.interp.softmax.softmax_attention_enclosure`: exact
+    its output in rational boxes (:func:`sxor.interp.enclosures.softmax_attention_enclosure`: exact
     hardmax centre plus an outward-rounded enclosure of the deviation, at
     :func:`~sxor.interp.certificate.enclosure_bits` bits, so the boxes stay tight for coordinates of
     any size and targets at any distance), and pushes the boxes through every later layer in exact
-    interval arithmetic (:func:`sxor.interp.softmax.feed_forward_enclosure`). Every :math:`\tau > 0`
+    interval arithmetic (:func:`sxor.interp.enclosures.feed_forward_enclosure`). Every :math:`\tau > 0`
     is supported: the enclosure clamps huge exponents, so the work does not grow as
     :math:`\tau \to 0`.
 
@@ -170,6 +190,25 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
         Target sequences ``[m_j, d]``, exact.
     tau
         Temperature, an int or Fraction :math:`> 0`; ``T.tau`` if ``None``.
+    reference
+        ``False`` (default): first the fast path below; ``True``: only the reference path (the
+        tight ``mpmath`` enclosure for every token, the implementation the fast path is
+        benchmarked and tested against).
+
+    Notes
+    -----
+    **Fast path.** The same argument with cheaper arithmetic, equally rigorous: the exact layers
+    before the collapse run in integer arithmetic over a common denominator
+    (:func:`~sxor.interp.certificate.exact_states`); the collapse is enclosed by
+    :func:`sxor.interp.enclosures.softmax_attention_box` (exact hardmax centre, outward-rounded
+    float64 radius); tokens with the same centre share one box (the union of their boxes) when
+    every later attention layer is the identity, so each later FF acts on :math:`\sum_j m_j` boxes
+    instead of :math:`\sum_j n_j`. The boxes are wider than the reference ones, so when the fast
+    path does not prove exactness the reference path runs and its (tight) result is returned:
+    the answer is ``exact`` whenever either path proves it, and every other field then comes from
+    the reference path. On an exact network at :math:`\tau < \tau_\mathrm{max}` the fast path
+    succeeds (its deviation bound is at most the collapse error :math:`\epsilon(\tau)` of the
+    theorem, times :math:`1 + O(2^{-50})`).
 
     Returns
     -------
@@ -203,28 +242,115 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
         raise TypeError(f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}")
     if T.attention != "softmax":
         raise ValueError("softmax_certificate needs a transformer built with attention='softmax'")
+    if not isinstance(reference, bool):
+        raise TypeError(f"reference must be True or False, got {reference!r}")
     tau = check_temperature(T.tau if tau is None else tau)
     X, Y = check_dataset(inputs, targets)
-    states = list(X)
-    for s in states:
+    for s in X:
         T._check(s)
+    if not reference:
+        fast = _certificate(T, X, Y, tau, fast=True)
+        if fast["exact"]:
+            return fast
+    return _certificate(T, X, Y, tau, fast=False)
+
+
+def exact_states(blocks: Sequence, states: list[np.ndarray]) -> list[np.ndarray]:
+    r"""The exact outputs of ``blocks`` on ``states``, in integer arithmetic over a common denominator.
+
+    The same values as applying each block's layers exactly (``FFLayer.__call__``,
+    ``SALayer.__call__`` at :math:`\tau = 0`), computed on the stacked tokens of all sequences
+    written as ``P / D`` (Python integers): an FF is two integer matrix products and one ReLU; an
+    attention layer must have :math:`A = 0` (then :math:`x \mapsto \rho x + \beta
+    \operatorname{mean}(X_j)`, the same at every temperature) or be the identity.
+
+    Parameters
+    ----------
+    blocks
+        The blocks to apply, in order (every SA the identity or with :math:`A = 0`).
+    states
+        The input sequences ``[n_j, d]`` (exact).
+
+    Raises
+    ------
+    ValueError
+        for an attention layer whose scores are not constant.
+    """
+    sizes = [s.shape[0] for s in states]
+    cuts = np.cumsum([0] + sizes)
+    P, D = integer_form(np.concatenate(states, axis=0).T)  # [d, K]: tokens as columns
+    for block in blocks:
+        ff, sa = block.ff, block.sa
+        if not ff.is_identity:
+            UB = np.concatenate([ff.U, ff.b.reshape(-1, 1)], axis=1)
+            UBi, Du = integer_form(UB)
+            Wi, Dw = integer_form(ff.W)
+            eta = Fraction(ff.eta)
+            ones = np.full((1, P.shape[1]), D, dtype=object)
+            pre = _int_matmul(UBi, np.concatenate([P, ones], axis=0))  # (U x + b) * Du * D
+            hidden = np.where(pre > 0, pre, 0).astype(object)
+            P = eta.numerator * Dw * Du * P + eta.denominator * _int_matmul(Wi, hidden)
+            D = eta.denominator * Dw * Du * D
+            P, D = _reduce(P, D)
+        if sa.is_identity:
+            continue
+        if not sa.scores_constant:
+            raise ValueError("exact_states handles attention layers with A = 0 (or the identity) only")
+        rho, beta = Fraction(sa.rho), Fraction(sa.beta)
+        L = math.lcm(*sizes)
+        parts = []
+        for a, b, n in zip(cuts[:-1], cuts[1:], sizes):
+            block_sum = P[:, a:b].sum(axis=1).reshape(-1, 1)
+            parts.append(rho.numerator * beta.denominator * L * P[:, a:b]
+                         + rho.denominator * beta.numerator * (L // n) * block_sum)
+        P = np.concatenate(parts, axis=1)
+        D = rho.denominator * beta.denominator * L * D
+        P, D = _reduce(P, D)
+    out = np.empty(P.T.shape, dtype=object)
+    out.flat[:] = [Fraction(int(v), D) for v in P.T.flat]
+    return [out[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def _reduce(P: np.ndarray, D: int) -> tuple[np.ndarray, int]:
+    g = math.gcd(D, *(int(v) for v in P.flat))
+    return (P // g, D // g) if g > 1 else (P, D)
+
+
+def _certificate(T: InterpolatingTransformer, X: list, Y: list, tau: Fraction, *, fast: bool) -> dict:
     at = next((k for k, block in enumerate(T.blocks) if _temperature_dependent(block.sa)), len(T.blocks))
-    for block in T.blocks[:at]:
-        states = [block.sa(s, 0) for s in _apply_ff(block.ff, states)]
     boxes = None  # per sequence (lo, hi) once the temperature-dependent layer has acted
     deviation = Fraction(0)
+    if fast:
+        states = exact_states(T.blocks[:at], list(X))
+    else:
+        states = list(X)
+        for block in T.blocks[:at]:
+            states = [block.sa(s, 0) for s in _apply_ff(block.ff, states)]
     if at < len(T.blocks):
         sa = T.blocks[at].sa
-        bits = enclosure_bits(T.radius)
+        later = T.blocks[at + 1:]
         boxes = []
-        for s in _apply_ff(T.blocks[at].ff, states):
-            hard = sa(s, 0)
-            lo, hi = softmax_attention_enclosure(s, sa.A, sa.rho, sa.V, tau, bits)
-            for i in range(s.shape[0]):
-                dev = sum((max(abs(a - c), abs(b - c)) for a, b, c in zip(lo[i], hi[i], hard[i])), Fraction(0))
-                deviation = max(deviation, dev)
+        pre = exact_states([Block(T.blocks[at].ff, identity_sa(T.d), "")], states) if fast else _apply_ff(T.blocks[at].ff, states)
+        for s in pre:
+            if fast:
+                centre, radius, _ = softmax_attention_box(s, sa.A, sa.rho, sa.V, tau)
+                lo, hi = centre - radius, centre + radius
+                for i in range(s.shape[0]):
+                    deviation = max(deviation, sum(radius[i], Fraction(0)))
+                if all(block.sa.is_identity for block in later):  # one box per distinct centre
+                    merged: dict[tuple, int] = {}
+                    keep = [merged.setdefault(tuple(row), i) for i, row in enumerate(centre)]
+                    idx = sorted(set(keep))
+                    lo = np.array([[min(lo[i, r] for i in range(s.shape[0]) if keep[i] == j) for r in range(T.d)] for j in idx], dtype=object)
+                    hi = np.array([[max(hi[i, r] for i in range(s.shape[0]) if keep[i] == j) for r in range(T.d)] for j in idx], dtype=object)
+            else:
+                hard = sa(s, 0)
+                lo, hi = softmax_attention_enclosure(s, sa.A, sa.rho, sa.V, tau, enclosure_bits(T.radius))
+                for i in range(s.shape[0]):
+                    dev = sum((max(abs(a - c), abs(b - c)) for a, b, c in zip(lo[i], hi[i], hard[i])), Fraction(0))
+                    deviation = max(deviation, dev)
             boxes.append((lo, hi))
-        boxes = propagate_boxes(T.blocks[at + 1:], boxes)
+        boxes = propagate_boxes(later, boxes)
     if boxes is None:
         boxes = [(fractions(s), fractions(s)) for s in states]
     bound_sq = max(box_hausdorff_squared(lo, hi, y) for (lo, hi), y in zip(boxes, Y))

@@ -263,18 +263,21 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
             plan.append((tuple(v + t for v, t in zip(s[i], translation)),
                          _parking_spot(parked, num_parked, park_radius, d)))
     moves: list[FFLayer] = []
+    values = _values(states)  # kept up to date move by move (a move replaces one value by another)
     for idx, (p, dest) in enumerate(plan):
         D = tuple(a - b for a, b in zip(dest, p))
         if idx == 0:
             p0 = tuple(v - t for v, t in zip(p, translation))
-            layer = hat_move(_values(states), p0, D, d, flat=False, translation=translation, start=start,
+            layer = hat_move(values, p0, D, d, flat=False, translation=translation, start=start,
                              role=f"translate by {fmt(translation)}; leader {fmt(p)} -> {fmt(dest)}")
             states = [s + np.array(translation, dtype=object) for s in states]
+            values = {tuple(v + t for v, t in zip(x, translation)) for x in values}
         else:
-            layer = hat_move(_values(states), p, D, d, flat=False, start=start, role=f"select {fmt(p)} -> {fmt(dest)}")
+            layer = hat_move(values, p, D, d, flat=False, start=start, role=f"select {fmt(p)} -> {fmt(dest)}")
         start = int(layer.U[0, 1])
         moves.append(layer)
         states = _replace(states, p, dest)
+        values = (values - {p}) | {dest}
     return Leaders(tuple(moves), tuple(dest for _, dest in plan), states, box, park_radius, start)
 
 

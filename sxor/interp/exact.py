@@ -176,9 +176,23 @@ def identity(d: int) -> np.ndarray:
 
 
 def dot(u: Iterable, x: Iterable) -> Fraction:
-    r"""Exact :math:`\langle u, x \rangle` of two sequences of rationals of one length.
+    r"""Exact :math:`\langle u, x \rangle` of two sequences of rationals (int or Fraction) of one length.
+
+    Summed in integers over a running common denominator of the products, with one reduction at
+    the end (a few times faster than adding Fractions one by one).
     """
-    return sum((a * b for a, b in zip(u, x, strict=True)), Fraction(0))
+    num, den = 0, 1
+    for a, b in zip(u, x, strict=True):
+        q = a.denominator * b.denominator
+        if q == den:
+            num += a.numerator * b.numerator
+        elif den % q == 0:
+            num += a.numerator * b.numerator * (den // q)
+        else:
+            common = den // math.gcd(den, q) * q
+            num = num * (common // den) + a.numerator * b.numerator * (common // q)
+            den = common
+    return Fraction(num, den)
 
 
 def mean(X: np.ndarray, rows: Sequence[int] | None = None) -> Token:

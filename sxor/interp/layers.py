@@ -24,7 +24,7 @@ Two arithmetic paths, chosen by the type of ``X``:
   arithmetic and return object arrays whose entries are all ``Fraction``. Softmax weights
   :math:`e^{s/\tau}` are irrational, so ``self_attention`` with :math:`\tau > 0` on exact input
   raises ``ValueError``; the rigorous alternative is
-  :func:`sxor.interp.softmax.softmax_attention_enclosure`, which returns exact rational lower and
+  :func:`sxor.interp.enclosures.softmax_attention_enclosure`, which returns exact rational lower and
   upper bounds.
 """
 

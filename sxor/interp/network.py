@@ -29,7 +29,7 @@ import numpy as np
 
 from .exact import Token, as_exact, exact_scalar, identity, is_exact, zeros
 from .layers import feed_forward, self_attention
-from .softmax import softmax_attention_enclosure
+from .enclosures import softmax_attention_enclosure
 
 ATTENTIONS = ("hardmax", "softmax")
 
@@ -173,7 +173,7 @@ class SALayer:
         The identity returns ``X``; a layer with :math:`A = 0` is evaluated with :math:`\tau = 0` (its
         softmax weights equal its hardmax weights, :math:`1/n`, exactly). Softmax on exact input has
         irrational outputs: it returns the midpoint of the rigorous rational enclosure of
-        :func:`sxor.interp.softmax.softmax_attention_enclosure` at ``ENCLOSURE_BITS`` bits (a rational
+        :func:`sxor.interp.enclosures.softmax_attention_enclosure` at ``ENCLOSURE_BITS`` bits (a rational
         point within about :math:`2^{-\mathrm{ENCLOSURE\_BITS}}` times the softmax-hardmax deviation of
         the true output, plus :math:`e^{-2\,\mathrm{ENCLOSURE\_BITS}}`).
 

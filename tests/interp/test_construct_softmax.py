@@ -166,9 +166,18 @@ def test_certificate_refuses_a_widened_enclosure(monkeypatch):
         lo, hi = original(*args, **kwargs)
         return lo - 2 * T.radius, hi + 2 * T.radius
 
+    fast = certificate_module.softmax_attention_box
+
+    def widened_box(*args, **kwargs):  # the fast path's box, 2 radii wider too
+        centre, radius, finite = fast(*args, **kwargs)
+        return centre, radius + 2 * T.radius, finite
+
     monkeypatch.setattr(certificate_module, "softmax_attention_enclosure", widened)
+    monkeypatch.setattr(certificate_module, "softmax_attention_box", widened_box)
     c = softmax_certificate(T, X, Y)
     assert not c["certified"] and not c["exact"] and c["hausdorff_bound"] > 0
+    monkeypatch.setattr(certificate_module, "softmax_attention_enclosure", original)
+    assert softmax_certificate(T, X, Y)["exact"]  # the fast path failed, the reference path proves it
 
 
 def _mp_network(T, X, tau):
