@@ -104,7 +104,8 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
                 legend: bool = True):
     """Scatter the 2-D tokens of each sequence ``X_j [n_j, 2]`` (own marker and colour; the size
     grows with the number of tokens at one point) and, if given, the targets ``Y_j [m_j, 2]`` as open
-    diamonds of the same colour (chapters 13 and 14).
+    diamonds of the same colour (chapters 13 and 14). The legend (``legend=True``) is placed to the
+    right of the axes, with one marker size for every entry.
 
     ``sequences`` (and ``targets``) are sequences (lists, tuples, or a ``[J, n, 2]`` array) of 2-D
     point arrays with at least one point each, at most one target set per sequence. Refuses
@@ -135,6 +136,10 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
         ax.scatter(y[:, 0], y[:, 1], s=150, marker="D", facecolors="none", edgecolors=COLORS[j % 8], lw=1.5,
                    label=f"$Y_{j + 1}$")
     _label_plane(ax, title)
-    if legend:
-        ax.legend(fontsize=8, loc="best")
+    if legend:  # outside the data, to the right; one marker size per entry, so markers never overlap
+        leg = ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                        scatterpoints=1, labelspacing=0.9, handletextpad=0.5, frameon=False)
+        for handle in leg.legend_handles:
+            if hasattr(handle, "set_sizes"):
+                handle.set_sizes([50])
     return ax
