@@ -6,11 +6,15 @@ from typing import Sequence
 
 import numpy as np
 
+from ..book import legend_below
 from .clustering import convex_hull_2d
 from .layers import Array
 
 
 MARKERS = ["o", "*", "^", "s", "P", "X", "v", "D"]
+#: Marker area (points^2) of every entry of a token legend: the drawn sizes grow with the number
+#: of tokens at a point (up to 150 for a target), which made the legend's markers overlap.
+LEGEND_MARKER_SIZE = 50
 COLORS = ["tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:red", "tab:brown", "tab:pink", "tab:olive"]
 
 
@@ -110,7 +114,10 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
     point arrays with at least one point each, at most one target set per sequence. Refuses
     (``TypeError``/``ValueError``, naming the sequence): an ``ax`` that is not an Axes, a single
     ``[n, 2]`` array (its rows are not sequences), other shapes, empty sequences,
-    complex/nan/inf entries and more target sets than sequences."""
+    complex/nan/inf entries and more target sets than sequences.
+
+    ``legend=True`` puts the legend under the axes (:func:`sxor.book.legend_below`), clear of the
+    tokens, every marker drawn at one size (:func:`uniform_legend_markers`)."""
     _check_ax(ax)
     if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
         raise TypeError(f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}")
@@ -136,5 +143,23 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
                    label=f"$Y_{j + 1}$")
     _label_plane(ax, title)
     if legend:
-        ax.legend(fontsize=8, loc="best")
+        uniform_legend_markers(legend_below(ax, ncol=min(4, len(sequences) + len(targets or []))))
     return ax
+
+
+def uniform_legend_markers(legend, size: float = LEGEND_MARKER_SIZE):
+    """Draw every scatter marker of ``legend`` at area ``size`` (points^2), so that markers of
+    different drawn sizes neither overlap nor crowd their labels; return the legend.
+
+    Use it on a legend built from :func:`plot_tokens` handles (e.g. one shared legend for several
+    panels). Raises ``TypeError`` when ``legend`` is not a matplotlib Legend, ``ValueError`` when
+    ``size`` is not a positive number."""
+    handles = getattr(legend, "legend_handles", None)
+    if handles is None:
+        raise TypeError(f"legend must be a matplotlib Legend, got {type(legend).__name__}")
+    if isinstance(size, bool) or not isinstance(size, (int, float)) or not size > 0:
+        raise ValueError(f"size must be a positive number, got {size!r}")
+    for handle in handles:
+        if hasattr(handle, "set_sizes"):
+            handle.set_sizes([size])
+    return legend
