@@ -10,6 +10,9 @@ explorers shown as their static view (no widget scripts from another host).
 * :func:`placeholder_banner`: while ``repository.url`` in ``_config.yml`` is the placeholder of
   ``tools/set_repository.py``, every page says so in a banner (the Colab and repository buttons
   point there).
+* :func:`html_handlers_for_every_html_builder`: extensions that register their nodes for the
+  ``html`` builder only (sphinx-proof's definitions) break the single-page build that ``make pdf``
+  prints; every HTML builder gets the ``html`` handlers it lacks.
 * :func:`alt_from_captions`: an image in a numbered figure gets its caption as alt text (myst-nb
   and the ``{figure}`` directive leave the file path otherwise).
 """
@@ -90,7 +93,18 @@ def alt_from_captions(app, doctree, docname) -> None:
                 image["alt"] = text
 
 
+def html_handlers_for_every_html_builder(app) -> None:
+    builder = app.builder
+    if builder.format != "html" or builder.name == "html":
+        return
+    handlers = app.registry.translation_handlers
+    mine = handlers.setdefault(builder.name, {})
+    for node, visitors in handlers.get("html", {}).items():
+        mine.setdefault(node, visitors)
+
+
 def setup(app):
+    app.connect("builder-inited", html_handlers_for_every_html_builder)
     app.connect("config-inited", placeholder_banner)
     app.connect("config-inited", one_search_box)
     app.connect("html-page-context", dedupe_scripts, priority=900)
