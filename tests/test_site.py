@@ -458,3 +458,22 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     assert any("requested https://cdn.example.org/a.js" in p for p in problems), problems
     assert counts["external"] == 1 and counts["clipped"][390] >= 2
     assert check_site.browser_check(tmp_path, [good]) == []
+
+
+def test_fallbacks_only_rewrites_stored_widget_lines(tmp_path):
+    from tools.execute_notebooks import WIDGET_FALLBACK, rewrite_fallbacks
+
+    shown = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"}, "text/plain": "old"})
+    path = tmp_path / "w.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])]), path)
+    assert rewrite_fallbacks(path) == 1 and rewrite_fallbacks(path) == 0
+    assert nbformat.read(path, as_version=4).cells[0].outputs[0]["data"]["text/plain"] == WIDGET_FALLBACK
+    assert "Colab" in WIDGET_FALLBACK
+
+
+def test_the_website_renders_no_widget_and_loads_no_widget_script():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    assert config["nb_ipywidgets_js"] == {}, "myst-nb would load require.js and the widget manager from CDNs"
+    assert ["*", WIDGET_MIME, None] in config["nb_mime_priority_overrides"]
