@@ -61,9 +61,10 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
         return
     seen, kept = set(), []
     for script in scripts:
-        # The copies differ only in their priority: compare file name and attributes.
+        # The copies differ in how their empty file name is spelt (None or ""): compare file
+        # names, empty or not, and attributes.
         attributes = getattr(script, "attributes", {})
-        key = (getattr(script, "filename", str(script)),
+        key = (getattr(script, "filename", str(script)) or "",
                tuple(sorted((k, str(v)) for k, v in attributes.items() if k != "priority")))
         if key not in seen:
             seen.add(key)

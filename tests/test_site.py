@@ -415,6 +415,16 @@ def test_requested_urls_keeps_the_pages_requests_only(tmp_path):
     assert check_site.requested_urls(tmp_path / "missing.json") == set()
 
 
+def test_script_errors_are_read_from_the_console_log():
+    log = ('[1:1:1201/1.2:INFO:CONSOLE:65] "Uncaught SyntaxError: Identifier \'THEBE_JS_URL\' has already been '
+           'declared", source: file:///x.html (65)\n'
+           '[1:1:1201/1.3:INFO:CONSOLE:1] "[PST]: Changed to auto mode", source: file:///y.js (1)\n'
+           '[1:1:1201/1.4:INFO:CONSOLE(12)] "Uncaught ReferenceError: x is not defined", source: z (12)\n')
+    assert site_check().script_errors(log) == [
+        "Uncaught SyntaxError: Identifier 'THEBE_JS_URL' has already been declared",
+        "Uncaught ReferenceError: x is not defined"]
+
+
 CHROMIUM = site_check().find_chromium()
 
 
@@ -448,7 +458,8 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
                 '<figure><img src="{img}"/></figure>{script}</article></body></html>')
     bad = tmp_path / "bad.html"
     bad.write_text(template.format(css="", math=math, img="wide.png",
-                                   script='<script src="https://cdn.example.org/a.js"></script>'))
+                                   script='<script src="https://cdn.example.org/a.js"></script>'
+                                          "<script>const A = 1;</script><script>const A = 2;</script>"))
     good = tmp_path / "good.html"
     good.write_text(template.format(css=css, math=math, img="narrow.png", script=""))
     counts: dict = {}
@@ -456,6 +467,7 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     assert any("inline math clipped" in p and "390 px" in p for p in problems), problems
     assert any("figure shown at" in p for p in problems), problems
     assert any("requested https://cdn.example.org/a.js" in p for p in problems), problems
+    assert any("script error: Uncaught SyntaxError" in p for p in problems), problems
     assert counts["external"] == 1 and counts["clipped"][390] >= 2
     assert check_site.browser_check(tmp_path, [good]) == []
 

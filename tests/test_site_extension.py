@@ -45,8 +45,9 @@ def test_scripts_registered_twice_appear_once():
 
     ext = extension()
     body = 'const THEBE_JS_URL = "x"'
+    # as Jupyter Book registers them: once with no file name, once with an empty one
     scripts = [_JavaScript(None, body=body, priority=500), _JavaScript("a.js"),
-               _JavaScript(None, body=body, priority=800), _JavaScript("a.js"), _JavaScript(None, body="other")]
+               _JavaScript("", body=body), _JavaScript("a.js"), _JavaScript(None, body="other")]
     context = {"script_files": scripts}
     ext.dedupe_scripts(None, "page", "page.html", context, None)
     assert [s.attributes.get("body", s.filename) for s in context["script_files"]] == [body, "a.js", "other"]

@@ -476,11 +476,17 @@ def requested_urls(netlog: Path) -> set[str]:
     return urls
 
 
+def script_errors(log: str) -> list[str]:
+    """Uncaught JavaScript errors in Chromium's console log (``--enable-logging=stderr``)."""
+    return [m.group(1).strip()[:160] for m in re.finditer(r'CONSOLE[:(]\d+\)?\]\s*"?(Uncaught[^"\n]*)', log)]
+
+
 def browser_check(site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH),
                   counts: dict | None = None) -> list[str]:
     """Open every page in headless Chromium at each width, with no network (every other host
     resolves to nothing), and report what is wider than its box, inline formulas cut off, figures
-    shrunk until unreadable on a phone, and every request to another host (from the net log).
+    shrunk until unreadable on a phone, every request to another host (from the net log) and
+    every uncaught script error (from the console log).
 
     ``counts``, when given, receives ``{"clipped": {width: n}, "external": n, "pages": n}``."""
     chromium = find_chromium()
@@ -503,11 +509,14 @@ def browser_check(site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH),
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-default-apps", "--no-default-browser-check", "--disable-domain-reliability",
                  "--host-resolver-rules=MAP * ~NOTFOUND", f"--log-net-log={netlog}",
+                 "--enable-logging=stderr", "--v=0",
                  f"--user-data-dir={tmp}/profile", "--window-size=2000,1000",
                  "--virtual-time-budget=20000", "--dump-dom", wrapper.as_uri()],
                 capture_output=True, text=True, timeout=180,
             )
             name = page.relative_to(site).as_posix()
+            for error in sorted(set(script_errors(result.stderr))):
+                problems.append(f"{name}: script error: {error}")
             for url in sorted(requested_urls(netlog)):
                 external.add(url)
                 problems.append(f"{name}: requested {url} from another host")
