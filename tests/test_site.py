@@ -433,6 +433,7 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     """A real page in headless Chromium: an inline formula wider than a phone, a figure shrunk
     to a third on a phone and a script from another host are each reported; the same page with
     the book's CSS rule for inline math and a single-panel figure is clean."""
+    import shutil
     import struct
     import zlib
 
@@ -461,7 +462,11 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
                                    script='<script src="https://cdn.example.org/a.js"></script>'
                                           "<script>const A = 1;</script><script>const A = 2;</script>"))
     good = tmp_path / "good.html"
-    good.write_text(template.format(css=css, math=math, img="narrow.png", script=""))
+    # the book's CSS and script: the formula scrolls in its box, the wide figure in its figure box
+    shutil.copy(ROOT / "_static" / "sxor.js", tmp_path / "sxor.js")
+    good.write_text(template.format(css=css, math=math, img="wide.png", script='<script src="sxor.js"></script>'))
+    narrow = tmp_path / "narrow.html"
+    narrow.write_text(template.format(css=css, math=math, img="narrow.png", script=""))
     counts: dict = {}
     problems = check_site.browser_check(tmp_path, [bad], counts=counts)
     assert any("inline math clipped" in p and "390 px" in p for p in problems), problems
@@ -469,7 +474,7 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     assert any("requested https://cdn.example.org/a.js" in p for p in problems), problems
     assert any("script error: Uncaught SyntaxError" in p for p in problems), problems
     assert counts["external"] == 1 and counts["clipped"][390] >= 2
-    assert check_site.browser_check(tmp_path, [good]) == []
+    assert check_site.browser_check(tmp_path, [good, narrow]) == []
 
 
 def test_fallbacks_only_rewrites_stored_widget_lines(tmp_path):

@@ -399,6 +399,11 @@ const measure = (width) => {{
     }}
     return false;
   }};
+  const figureName = (img) => {{  // "Fig. 4.1 Median population loss ..." or the file name
+    const fig = img.closest("figure"), num = fig && fig.querySelector(".caption-number");
+    return num ? (num.textContent + (img.getAttribute("alt") || "")).trim().slice(0, 60)
+               : (img.getAttribute("src") || "").split("/").pop();
+  }};
   const article = d.querySelector("article.bd-article") || d.body;
   const edge = article.getBoundingClientRect();
   // Inline formulas: one that sticks out of the text column is cut off (the column hides
@@ -415,7 +420,7 @@ const measure = (width) => {{
     if (el.tagName === "IMG") {{
       if (el.naturalWidth && el.clientWidth < el.naturalWidth * {min_scale} && width <= phone)
         bad.push("figure shown at " + Math.round(100 * el.clientWidth / el.naturalWidth) +
-                 "% of its size, labels unreadable: " + (el.getAttribute("src") || "").split("/").pop());
+                 "% of its size, labels unreadable: " + figureName(el));
       continue;
     }}
     // On a phone a long code line, table or display equation may scroll inside its own box.
