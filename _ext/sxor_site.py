@@ -39,8 +39,8 @@ def placeholder_url() -> str:
 
 
 def banner_text(url: str) -> str:
-    return (f"Preview edition: the repository {url} is a placeholder until the book is published, "
-            "so the Colab and repository buttons do not work yet.")
+    return ("Preview edition: the repository address is a placeholder until the book is published; "
+            "the Colab and repository buttons do not work yet.")
 
 
 def placeholder_banner(app, config) -> None:
