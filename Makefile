@@ -1,8 +1,9 @@
 # Two commands for readers (see README.md):
 #   make book   build the website into _build/html
 #   make test   every check: unit tests, nbval over every notebook, strict book build
-# Both create .venv from requirements.txt first when it is missing or out of date.
+#   make student  the notebooks without their solutions, into STUDENT_DIR (default _build/student)
 #   make pdf    the whole book in one PDF, _build/pdf/book.pdf (needs Chromium: apt-get install chromium)
+# They create .venv from requirements.txt first when it is missing or out of date.
 #
 # On Linux without a GPU, `make test TORCH_INDEX=cpu` (or `make book TORCH_INDEX=cpu`) installs
 # PyTorch's CPU-only wheel from PyTorch's own index instead of PyPI's CUDA build and its nvidia-*
@@ -20,8 +21,9 @@ PIP_INDEX_ARGS := $(if $(strip $(TORCH_INDEX_URL)),--extra-index-url $(strip $(T
 STAMP := $(VENV)/.installed$(if $(strip $(TORCH_INDEX_URL)),-extra-index,)
 NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 NB    ?= $(NOTEBOOKS)
+STUDENT_DIR ?= _build/student
 
-.PHONY: book test unit nbval strict-book execute mutate pdf clean
+.PHONY: book test unit nbval strict-book execute mutate pdf clean student
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -53,6 +55,11 @@ pdf: $(STAMP)
 	rm -rf _build/singlehtml _build/pdf
 	timeout 900 $(VENV)/bin/jupyter-book build . --builder singlehtml --keep-going
 	timeout 900 $(PY) tools/make_pdf.py _build/singlehtml/index.html _build/pdf/book.pdf
+
+# The student edition: every notebook with its solutions removed (exercise text kept);
+# tests/test_student.py checks it.
+student: $(STAMP)
+	$(PY) tools/student.py --out $(STUDENT_DIR)
 
 execute: $(STAMP)
 	timeout 1800 $(PY) tools/execute_notebooks.py $(NB)

@@ -326,7 +326,7 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
     ax.set_yscale("log")
     ax.set_xlabel("input dimension $d$")
     ax.set_ylabel("samples $n^*$ for one step")
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)  # below the axes
     fig.tight_layout()
     return fig
 #: Step sizes of the SGD scan, as natural steps ``lambda = eta / (d^2 M(1)^2)`` (exact decimals).
@@ -452,6 +452,6 @@ def plot_sgd(results: dict, fit: dict | None = None):
     ax.set_yscale("log")
     ax.set_xlabel("input dimension $d$")
     ax.set_ylabel("samples for 80% success")
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)  # below the axes
     fig.tight_layout()
     return fig

@@ -252,24 +252,26 @@ def m95_by_d(records: list[dict], key: str = "success", target: float = 0.95) ->
 
 
 def plot_eta(results: dict):
-    """Median loss after one step against ``eta / d^2`` and against ``eta / (d^2 ln d)``, two panels
-    (losses below ``1e-16`` are drawn at ``1e-16``)."""
+    """Median loss after one step against ``eta / d^2`` (top) and against ``eta / (d^2 ln d)``
+    (bottom), one curve per ``d``, the legend below the panels (losses below ``1e-16`` are drawn
+    at ``1e-16``)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, axes = plt.subplots(2, 1, figsize=(7.0, 7.4), sharey=True)
     for d in sorted({r["d"] for r in results["records"]}):
         rows = [r for r in results["records"] if r["d"] == d]
         x = np.array([r["eta_over_d2"] for r in rows])
         y = np.maximum([r["median_loss"] for r in rows], 1e-16)
-        axes[0].loglog(x, y, "o-", ms=3, label=f"d = {d}")
-        axes[1].loglog(x / math.log(d), y, "o-", ms=3, label=f"d = {d}")
-    axes[0].set(xlabel=r"$\eta / d^2$", ylabel="median population loss after one step")
-    axes[1].set(xlabel=r"$\eta / (d^2 \ln d)$", ylabel="median population loss after one step")
+        axes[0].loglog(x, y, "o-", ms=4, label=f"$d={d}$")
+        axes[1].loglog(x / math.log(d), y, "o-", ms=4, label=f"$d={d}$")
+    axes[0].set(xlabel=r"$\eta / d^2$", ylabel="median loss after one step")
+    axes[1].set(xlabel=r"$\eta / (d^2 \ln d)$", ylabel="median loss after one step")
     for ax in axes:
         ax.axhline(0.01, color="k", ls=":", lw=1)
         ax.set_ylim(5e-17, 2)
-        ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=11, frameon=False)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
     return fig
 
 
@@ -281,9 +283,9 @@ def plot_eta_success(results: dict):
     for d in sorted({r["d"] for r in results["records"]}):
         rows = [r for r in results["records"] if r["d"] == d]
         rate = np.array([r["success"] for r in rows]) / results["params"]["seeds"]
-        ax.semilogx([r["eta_over_d2"] for r in rows], rate, "o-", ms=3, label=f"d = {d}")
+        ax.semilogx([r["eta_over_d2"] for r in rows], rate, "o-", ms=4, label=f"$d={d}$")
     ax.set(xlabel=r"$\eta / d^2$", ylabel="success rate", ylim=(0, 1.02))
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=11, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 
@@ -344,11 +346,11 @@ def failure_summary(results: dict, m_min: int = 32, m_pred: int = 32, samples: i
 
 
 def plot_same_and_under(summary: FailureSummary):
-    """Two panels: the same-target fraction against ``d`` with its prediction (95% Wilson
-    intervals), and the under-stepped fraction against ``d`` with its prediction."""
+    """Two panels, one above the other: the same-target fraction against ``d`` with its prediction
+    (95% Wilson intervals), and the under-stepped fraction against ``d`` with its prediction."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.0))
+    fig, axes = plt.subplots(2, 1, figsize=(7.0, 7.6))
     ds = np.array(summary.d)
     rate = summary.same_target / summary.same_trials
     lo, hi = zip(*(analysis.wilson_interval(np.array([k]), int(n)) for k, n in zip(summary.same_target, summary.same_trials)))
@@ -357,11 +359,11 @@ def plot_same_and_under(summary: FailureSummary):
     dd = np.logspace(np.log10(ds[0]), np.log10(ds[-1]), 50)
     axes[0].plot(dd, analysis.predicted_same_target(dd), "k-", label=r"$\frac{2}{\pi}\arctan\frac{\sqrt{d-2}}{d}$")
     axes[0].set(xscale="log", yscale="log", xlabel="d", ylabel=r"same-target fraction ($\eta\to\infty$)")
-    axes[0].legend(fontsize=8, loc="lower left")
+    axes[0].legend(fontsize=11, loc="lower left")
     axes[1].semilogx(ds, summary.under_stepped / summary.under_trials, "o", label="measured (pooled over m)")
     axes[1].semilogx(ds, summary.under_predicted, "k-", label=r"prediction at $m=32$")
     axes[1].set(xlabel="d", ylabel="under-stepped fraction", ylim=(0, None))
-    axes[1].legend(fontsize=8, loc="upper right")
+    axes[1].legend(fontsize=11, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -376,49 +378,75 @@ def plot_off_target(results: dict, prediction: dict, ds: list[int]):
     for color, d in zip(colors, ds):
         rows = sorted((r for r in cells if r["d"] == d), key=lambda r: r["m"])
         ax.semilogy([r["m"] for r in rows], [max(r["limit_off_target"], 0.5) / r["seeds"] for r in rows], "o",
-                    ms=3, color=color, label=f"d = {d}")
+                    ms=4, color=color, label=f"$d=2^{{{int(round(math.log2(d)))}}}$")
         prow = sorted((r for r in prediction["records"] if r["d"] == d), key=lambda r: r["m"])
         ax.fill_between([r["m"] for r in prow], [r["off_target_low"] for r in prow],
                         [r["off_target_high"] for r in prow], color=color, alpha=0.3)
     ax.set(xlabel="m", ylabel="off-target fraction (0 drawn at 0.5/seeds)", ylim=(1e-4, 1.2), xlim=(2, 66))
-    ax.legend(fontsize=7, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=10, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 
 
-def plot_grid(results: dict):
-    """Success rate against ``m`` for each ``d`` (solid: the grid's step; dashed: the argmax limit),
-    and the smallest ``m`` reaching the 95% / 5% levels against ``ln d`` with the line in ``ln d``
-    fitted to ``m_off`` (slope and its bootstrap interval in the legend)."""
+def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: list[int] | None = None,
+              m95_min_d: int = 1024):
+    """Success rate against ``m`` for some ``d`` (solid: the grid's step; dashed: the argmax limit),
+    and below it the smallest ``m`` reaching the 95% / 5% levels against ``ln d`` with the line in
+    ``ln d`` fitted to ``m_off`` (slope and its bootstrap interval in the legend).
+
+    Parameters
+    ----------
+    results
+        The ``one-step-grid`` results.
+    boot
+        The bootstrap of ``m_off`` whose slope and interval the legend shows; by default
+        :func:`sxor.xor.analysis.bootstrap_smallest_m` of the ``no_limit_off_target`` counts with
+        its default resamples and seed, which is what the chapter prints.
+    ds
+        The ``d`` drawn in the top panel (default: six ``d`` spread evenly over the grid, so that
+        the curves can be told apart).
+    m95_min_d
+        ``m_95`` is drawn only for ``d >= m95_min_d``: below it the same-target floor is close to
+        5% and ``m_95`` is set by sampling noise (the chapter uses it from ``d = 1024`` on).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     import matplotlib.pyplot as plt
 
     records = results["records"]
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = plt.subplots(2, 1, figsize=(7.0, 9.0))
     curves = success_curves(records)
     limit = success_curves(records, "limit_success")
-    colors = plt.cm.viridis(np.linspace(0, 0.9, len(curves)))
-    for color, (d, (ms, rates)) in zip(colors, curves.items()):
-        axes[0].plot(ms, rates, "o-", ms=2.5, color=color, label=f"d = 2^{int(round(math.log2(d)))}")
+    if ds is None:
+        all_d = sorted(curves)
+        ds = sorted({all_d[int(round(k))] for k in np.linspace(0, len(all_d) - 1, min(6, len(all_d)))})
+    colors = plt.cm.plasma(np.linspace(0, 0.85, len(ds)))
+    for color, d in zip(colors, ds):
+        ms, rates = curves[d]
+        axes[0].plot(ms, rates, "o-", ms=3.5, color=color, label=f"$d=2^{{{int(round(math.log2(d)))}}}$")
         axes[0].plot(*limit[d], "--", color=color, lw=1)
     axes[0].axhline(0.95, color="k", ls=":", lw=1)
     axes[0].set(xlabel="embedding dimension m", ylabel="success rate", ylim=(0, 1.02))
-    axes[0].legend(fontsize=7, ncol=2, loc="lower right")
+    axes[0].legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     series = [("success", "o", r"$m_{95}$: success $\geq$ 95%"),
               ("no_limit_off_target", "s", r"$m_{\rm off}$: off-target $\leq$ 5% ($\eta\to\infty$)")]
     for key, marker, label in series:
         m95 = m95_by_d(records, key)
-        d = np.array([k for k, v in m95.items() if np.isfinite(v)])
+        d = np.array([k for k, v in m95.items() if np.isfinite(v) and (key != "success" or k >= m95_min_d)])
         axes[1].plot(np.log(d), [m95[k] for k in d], marker, mfc="none" if marker == "s" else None, label=label)
     counts = grid_counts(records, "no_limit_off_target")
-    if sum(np.isfinite(analysis.smallest_m(ms, k / n)) for ms, k, n in counts.values()) >= 2:
-        boot = analysis.bootstrap_smallest_m(counts, resamples=200)
+    if boot is None and sum(np.isfinite(analysis.smallest_m(ms, k / n)) for ms, k, n in counts.values()) >= 2:
+        boot = analysis.bootstrap_smallest_m(counts)
+    if boot is not None:
         x = np.log(boot.d.astype(float))
         axes[1].plot(x, boot.intercept + boot.slope * x, "k-", lw=1,
-                     label=rf"fit to $m_{{\rm off}}$: slope {boot.slope:.2f} [{boot.slope_low:.2f}, {boot.slope_high:.2f}]")
+                     label=rf"fit to $m_{{\rm off}}$: slope {boot.slope:.3f} [{boot.slope_low:.3f}, {boot.slope_high:.3f}]")
         axes[1].plot(x, boot.intercept + 2 / math.log(2) * (x - x.mean()) + boot.slope * x.mean(), "k:", lw=1,
                      label=r"slope $2/\ln 2$ through the same centre")
     axes[1].set(xlabel=r"$\ln d$", ylabel="smallest sufficient m")
-    axes[1].legend(fontsize=8, loc="upper left")
+    axes[1].legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1, frameon=False)
     fig.tight_layout()
     return fig
 
@@ -475,15 +503,14 @@ def plot_prediction(results: dict):
 
 def plot_attention(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, etas: list[float], title: str = ""):
     """Both heads' attention before the step and after one step of each size in ``etas``, for one
-    instance: head 1 drawn upwards, head 2 downwards, the two targets marked."""
+    instance, one panel per row: head 1 drawn upwards, head 2 downwards (weights negated), the two
+    targets marked, the legend below the panels."""
     import matplotlib.pyplot as plt
 
     d = V.shape[-2]
-    rows = math.ceil((len(etas) + 1) / 2)
-    fig, axes = plt.subplots(rows, 2, figsize=(10, 3.8 * rows), squeeze=False)
-    axes = axes.flatten()
-    for ax in axes[len(etas) + 1:]:
-        ax.set_visible(False)
+    rows = len(etas) + 1
+    fig, axes = plt.subplots(rows, 1, figsize=(7.0, 2.9 * rows + 0.6), squeeze=False)
+    axes = axes[:, 0]
     panels = [("before the step (antisymmetric init)", (attention(V, theta0), attention(V, -theta0)))]
     for eta in etas:
         out = one_step(V, theta0, support, eta)
@@ -497,12 +524,13 @@ def plot_attention(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor,
         for t, name in zip(support.tolist(), ("i*", "j*")):
             ax.plot([t, t], [-top, top], color="k", ls=":", lw=1)
             ax.annotate(name, (t, top), ha="center", va="bottom", fontsize=9)
-        ax.set(xlabel="position i", title=label, ylim=(-1.2 * top, 1.2 * top))
-    axes[0].set_ylabel("attention weight (head 2 negated)")
-    axes[0].text(0.02, 0.95, "scale ~ 1/d", transform=axes[0].transAxes, fontsize=8, va="top")
-    axes[0].legend(fontsize=8, loc="lower left")
+        ax.set(title=label, ylim=(-1.2 * top, 1.2 * top), ylabel="weight")
+    axes[-1].set_xlabel("position i")
+    axes[0].set_title(axes[0].get_title() + ": scale ~ 1/d")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=10, frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.5 / (2.9 * rows + 0.6), 1, 1))
     return fig
 

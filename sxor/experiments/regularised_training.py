@@ -92,13 +92,13 @@ def plot_regularised(results: dict):
     """Two panels. Left: the single run's ``J`` and ``J_eps`` against the step (log-log), with the
     values ``eps|theta*|^2`` (the authors' threshold) and ``(eps/2)|theta*|^2``. Right: the sweep's
     smallest ``J`` and final ``J_eps`` per ``epsilon``, with ``(eps/2)|theta*|^2`` and a slope-1
-    line through the first point."""
+    line through the first point. Legends sit below the panels, off the data."""
     import matplotlib.pyplot as plt
     import numpy as np
 
     recs = results["records"]
     star = recs[0]["theta_star_sq_norm"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.8))
     ax = axes[0]
     single = next(r for r in recs if r["run"] == "single")
     curve = np.array(single["curve"])
@@ -110,7 +110,7 @@ def plot_regularised(results: dict):
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(rf"one run, $\varepsilon={eps:g}$, {single['steps']} steps")
-    ax.legend(fontsize=8, loc="center left")
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
     ax = axes[1]
     rows = sorted((r for r in recs if r["run"] == "sweep"), key=lambda r: -r["epsilon"])
     e = np.array([r["epsilon"] for r in rows])
@@ -120,7 +120,7 @@ def plot_regularised(results: dict):
     ax.loglog(e, e / e[0] * rows[0]["min_loss"], "--", color="gray", label="slope 1")
     ax.set_xlabel(r"$\varepsilon$")
     ax.set_title("warm-started sweep")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
     fig.tight_layout()
     return fig
 

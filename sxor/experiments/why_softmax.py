@@ -129,9 +129,10 @@ def plot_variants(results: dict):
             ax.set_xscale("log")
     axes[0, 0].set_ylabel("success rate")
     axes[1, 0].set_ylabel("median population loss (floor 1e-16)")
-    axes[0, 1].legend(fontsize=8)
+    handles, labels = axes[0, 1].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)  # below the panels
     fig.suptitle(f"Attention variants, m={results['params']['m']}, {results['params']['seeds']} seeds")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
@@ -140,7 +141,7 @@ def plot_variants(results: dict):
 FLOOR_SIZES = {
     "ci": {"cells": [(16, 16), (64, 24)], "instances": 1, "kinds": ["linear", "erf"], "max_iter": 100,
            "starts": ["antisymmetric", "least squares"]},
-    "full": {"cells": [(16, 16), (16, 6), (64, 24), (128, 24)], "instances": 6, "kinds": KINDS, "max_iter": 200,
+    "full": {"cells": [(16, 16), (16, 6), (64, 24), (64, 64), (128, 24)], "instances": 6, "kinds": KINDS, "max_iter": 200,
              "starts": ["antisymmetric", "random", "aimed c=1", "aimed c=4", "aimed c=16", "least squares"]},
 }
 
@@ -192,8 +193,8 @@ def plot_floor(results: dict):
     ax.axhline(0.01, color="gray", ls=":", lw=1, label="success threshold 0.01")
     ax.set_yscale("log")
     ax.set_ylim(1e-17, 2)
-    ax.set_xticks(range(len(cells)), [f"d={d}, m={m}" for d, m in cells])
+    ax.set_xticks(range(len(cells)), [f"d={d}\nm={m}" for d, m in cells])
     ax.set_ylabel("best population loss found (floor 1e-16)")
-    ax.legend(fontsize=8, loc="center")  # the band between 1e-4 and 1e-11 holds no data
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)  # below the axes
     fig.tight_layout()
     return fig

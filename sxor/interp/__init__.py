@@ -17,6 +17,7 @@ arXiv 2502.02270).
 * :mod:`sxor.interp.baseline`: the ResNet-on-flattened-sequences interpolation baseline.
 * :mod:`sxor.interp.training`: the regularised (Tikhonov) training experiment.
 * :mod:`sxor.interp.plots`: drawings of 2-D token clouds.
+* :mod:`sxor.interp.schematic`: the four phases of the construction in the plane (chapter 13).
 """
 
 from .clustering import attention_trajectory, convex_hull_2d, distinct_points, leaders

@@ -6,7 +6,6 @@ from typing import Sequence
 
 import numpy as np
 
-from ..book import legend_below
 from .clustering import convex_hull_2d
 from .layers import Array
 
@@ -108,16 +107,14 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
                 legend: bool = True):
     """Scatter the 2-D tokens of each sequence ``X_j [n_j, 2]`` (own marker and colour; the size
     grows with the number of tokens at one point) and, if given, the targets ``Y_j [m_j, 2]`` as open
-    diamonds of the same colour (chapters 13 and 14).
+    diamonds of the same colour (chapters 13 and 14). The legend (``legend=True``) is placed to the
+    right of the axes, with one marker size for every entry (:func:`uniform_legend_markers`).
 
     ``sequences`` (and ``targets``) are sequences (lists, tuples, or a ``[J, n, 2]`` array) of 2-D
     point arrays with at least one point each, at most one target set per sequence. Refuses
     (``TypeError``/``ValueError``, naming the sequence): an ``ax`` that is not an Axes, a single
     ``[n, 2]`` array (its rows are not sequences), other shapes, empty sequences,
-    complex/nan/inf entries and more target sets than sequences.
-
-    ``legend=True`` puts the legend under the axes (:func:`sxor.book.legend_below`), clear of the
-    tokens, every marker drawn at one size (:func:`uniform_legend_markers`)."""
+    complex/nan/inf entries and more target sets than sequences."""
     _check_ax(ax)
     if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
         raise TypeError(f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}")
@@ -142,8 +139,10 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
         ax.scatter(y[:, 0], y[:, 1], s=150, marker="D", facecolors="none", edgecolors=COLORS[j % 8], lw=1.5,
                    label=f"$Y_{j + 1}$")
     _label_plane(ax, title)
-    if legend:
-        uniform_legend_markers(legend_below(ax, ncol=min(4, len(sequences) + len(targets or []))))
+    if legend:  # outside the data, to the right; one marker size per entry, so markers never overlap
+        uniform_legend_markers(ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                                         borderaxespad=0.0, scatterpoints=1, labelspacing=0.9,
+                                         handletextpad=0.5, frameon=False))
     return ax
 
 

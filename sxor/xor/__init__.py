@@ -4,6 +4,7 @@ Pure tensor functions, batched over leading dimensions, float64 by default, on a
 
 * :mod:`~sxor.xor.data`: the task and the frozen positional embeddings;
 * :mod:`~sxor.xor.model`: scores, attention maps and the two-head prediction;
+* :mod:`~sxor.xor.schematic`: the picture of the two-head model, drawn from its own numbers;
 * :mod:`~sxor.xor.population`: population loss, its gradient and the one-step map in closed form;
 * :mod:`~sxor.xor.reference`: slow references (enumeration, Monte Carlo, autograd) for checking;
 * :mod:`~sxor.xor.sphere`: inner products of random unit vectors;

@@ -181,3 +181,70 @@ def test_seed_sweeps_records():
     ref = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=1,
                    sweep_epsilons=[1e-1, 1e-2], sweep_steps=[5, 5], init_seed=2)
     assert [r["loss"] for r in ref if r["run"] == "sweep"] == [r["loss"] for r in records[:2]]
+
+
+def test_uniform_attention_interpolant_is_exact_and_smaller_than_theta_star():
+    from sxor.interp.training import uniform_attention_interpolant
+
+    data = tikhonov_data(N=4, n=7, d=6, seed=2)
+    th = uniform_attention_interpolant(data, epsilons=(1e-2, 1e-4), max_iter=200)
+    assert set(th) == {"q", "k", "rho", "V", "eta", "W", "U", "b"}
+    assert all(v.dtype == torch.float64 and not v.requires_grad for v in th.values())
+    assert float(th["q"].abs().sum() + th["k"].abs().sum() + th["rho"].abs()) == 0
+    assert float(loss(data.X, data.Y, th)) < 1e-20  # exact to rounding, through the real block
+    out = reference_block(data.X, th)  # every token of T(X_j) is y_j (uniform attention)
+    assert torch.allclose(out, data.Y.expand_as(out), atol=1e-10, rtol=0)
+    assert sq_norm(th) < data.theta_star_sq_norm - 1.0
+
+
+def test_uniform_attention_interpolant_refuses_bad_input():
+    from sxor.interp.training import uniform_attention_interpolant
+
+    data = tikhonov_data(N=4, n=7, d=6, seed=2)
+    with pytest.raises(TypeError, match="TikhonovData"):
+        uniform_attention_interpolant({"X": data.X})
+    with pytest.raises(ValueError, match="epsilons"):
+        uniform_attention_interpolant(data, epsilons=())
+    with pytest.raises(ValueError, match="epsilons"):
+        uniform_attention_interpolant(data, epsilons=(1e-2, -1.0))
+    with pytest.raises(ValueError, match="max_iter"):
+        uniform_attention_interpolant(data, max_iter=0)
+    wide = tikhonov_data(N=7, n=5, d=3, seed=0)  # 7 means in R^3 cannot be independent
+    with pytest.raises(ValueError, match="linearly independent"):
+        uniform_attention_interpolant(wide)
+
+
+def test_exact_uniform_interpolant_interpolates_in_exact_arithmetic():
+    from fractions import Fraction
+
+    from sxor.interp.training import exact_uniform_interpolant, uniform_attention_interpolant
+
+    data = tikhonov_data(N=4, n=7, d=6, seed=2, dtype=torch.float32)
+    th = uniform_attention_interpolant(data, epsilons=(1e-2, 1e-4), max_iter=200)
+    params, sq = exact_uniform_interpolant(data, th)
+    assert isinstance(sq, Fraction) and abs(float(sq) - sq_norm(th)) < 1e-6 * sq_norm(th)  # rounding of the float solve
+    # independent exact check: every token of X_j leaves the block as FF(V m_j) = y_j
+    for j in range(4):
+        tokens = [[Fraction(v) for v in row] for row in data.X[j].double().tolist()]
+        m = [sum(t[c] for t in tokens) / len(tokens) for c in range(6)]
+        z = params["V"].dot(m)
+        hidden = [max(x, 0) for x in params["U"].dot(z) + params["b"]]
+        out = params["eta"] * z + params["W"].dot(hidden)
+        assert list(out) == [Fraction(v) for v in data.Y[j, 0].double().tolist()]
+    assert params["rho"] == 0 and not any(params["q"]) and not any(params["k"])
+
+
+def test_exact_uniform_interpolant_refuses_bad_input():
+    from sxor.interp.training import exact_uniform_interpolant
+
+    data = tikhonov_data(N=3, n=5, d=4, seed=0)
+    with pytest.raises(TypeError, match="TikhonovData"):
+        exact_uniform_interpolant("data", data.theta_star)
+    with pytest.raises(ValueError, match="keys"):
+        exact_uniform_interpolant(data, {"V": data.theta_star["V"]})
+    th = dict(data.theta_star, q=torch.ones(4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="q = k = rho = 0"):
+        exact_uniform_interpolant(data, th)
+    dead = dict(data.theta_star, b=-100 * torch.ones(4, dtype=torch.float64))  # every unit off
+    with pytest.raises(ValueError, match="inactive"):
+        exact_uniform_interpolant(data, dead)
