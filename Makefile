@@ -2,22 +2,32 @@
 #   make book   build the website into _build/html
 #   make test   every check: unit tests, nbval over every notebook, strict book build
 #   make student  the notebooks without their solutions, into STUDENT_DIR (default _build/student)
-# Both create .venv from requirements.txt first when it is missing or out of date.
+#   make pdf    the whole book in one PDF, _build/pdf/book.pdf (needs Chromium: apt-get install chromium)
+# They create .venv from requirements.txt first when it is missing or out of date.
+#
+# On Linux without a GPU, `make test TORCH_INDEX=cpu` (or `make book TORCH_INDEX=cpu`) installs
+# PyTorch's CPU-only wheel from PyTorch's own index instead of PyPI's CUDA build and its nvidia-*
+# wheels (README.md quotes both downloads). TORCH_INDEX_URL=<index> passes any other index.
+# The default asks no index but PyPI (pip's own configuration still applies).
 
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV  ?= .venv
 PY    := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+TORCH_INDEX ?=
+TORCH_INDEX_URL ?= $(if $(filter cpu,$(TORCH_INDEX)),https://download.pytorch.org/whl/cpu,)
+PIP_INDEX_ARGS := $(if $(strip $(TORCH_INDEX_URL)),--extra-index-url $(strip $(TORCH_INDEX_URL)),)
+# One stamp per index, so that asking for the CPU index once installs from it.
+STAMP := $(VENV)/.installed$(if $(strip $(TORCH_INDEX_URL)),-extra-index,)
 NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/*' | sort)
 NB    ?= $(NOTEBOOKS)
 STUDENT_DIR ?= _build/student
 
-.PHONY: book test unit nbval strict-book execute mutate clean student
+.PHONY: book test unit nbval strict-book execute mutate pdf clean student
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	timeout 1200 $(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	timeout 1200 $(VENV)/bin/pip install -q --disable-pip-version-check $(PIP_INDEX_ARGS) -r requirements.txt
 	touch $(STAMP)
 
 book: $(STAMP)
@@ -37,7 +47,14 @@ test: $(STAMP)
 strict-book: $(STAMP)
 	rm -rf _build/html
 	timeout 900 $(VENV)/bin/jupyter-book build . -W -n --keep-going
-	timeout 120 $(PY) tools/check_site.py _build/html
+	timeout 900 $(PY) tools/check_site.py _build/html --browser-if-available
+
+# One PDF of the whole book: the single-page HTML build printed by headless Chromium
+# (tools/make_pdf.py; numbered theorems, figures, equations and exercises; no solutions).
+pdf: $(STAMP)
+	rm -rf _build/singlehtml _build/pdf
+	timeout 900 $(VENV)/bin/jupyter-book build . --builder singlehtml --keep-going
+	timeout 900 $(PY) tools/make_pdf.py _build/singlehtml/index.html _build/pdf/book.pdf
 
 # The student edition: every notebook with its solutions removed (exercise text kept);
 # tests/test_student.py checks it.

@@ -7,8 +7,12 @@ uses tqdm's plain text bar, which redraws one line with a carriage return and er
 finishes, and it shows only the outermost of nested bars. Whatever the number of calls, a cell
 shows at most one progress line while it runs and none afterwards.
 
-tqdm reads ``TQDM_DISABLE`` only for some of its classes; this module reads it itself, so that
-CI and the notebook tests (which set it) store no progress output at all.
+The bar is off wherever its output would be stored or compared rather than watched
+(:func:`disabled_by_environment`): when ``TQDM_DISABLE`` is set (tqdm reads it only for some of
+its classes, so this module reads it itself; ``tools/execute_notebooks.py`` sets it, so stored
+notebooks hold no progress output), and whenever the code runs under pytest. pytest sets
+``PYTEST_CURRENT_TEST`` while it sets up and runs a test, and the kernels that nbval starts inherit
+it, so a hand-run ``pytest --nbval`` sees no bar on stderr without any environment variable.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ MININTERVAL = 0.5
 
 
 def disabled_by_environment() -> bool:
-    """True when ``TQDM_DISABLE`` is set to a non-empty value other than ``0``/``false``."""
+    """True when ``TQDM_DISABLE`` is set to a non-empty value other than ``0``/``false``, or when
+    running under pytest (``PYTEST_CURRENT_TEST`` is set: unit tests, and nbval's kernels)."""
+    if os.environ.get("PYTEST_CURRENT_TEST"):
+        return True
     return os.environ.get("TQDM_DISABLE", "").strip().lower() not in ("", "0", "false")
 
 

@@ -50,3 +50,4 @@ def test_the_wheel_carries_every_results_file(tmp_path):
     for name in results_read_by_notebooks() | {p.stem for p in RESULTS_DIR.glob("*.json")}:
         assert f"sxor/committed/{name}.json" in contents, f"{name}.json is not in the wheel"
     assert "sxor/xor/population.py" in contents and "sxor/interp/__init__.py" in contents
+    assert "sxor/book.mplstyle" in contents, "the figure style sxor.book.setup applies is not in the wheel"

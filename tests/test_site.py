@@ -359,3 +359,138 @@ def test_execute_tool_shortens_widget_fallbacks():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])])
     assert shorten_widget_fallbacks(nb) == 1 and shorten_widget_fallbacks(nb) == 0
     assert nb.cells[0].outputs[0]["data"]["text/plain"] == WIDGET_FALLBACK and len(WIDGET_FALLBACK) <= 100
+
+
+# --- offline: nothing fetched from another host (tools/check_site.py check_offline) -------------
+
+
+def test_site_check_fails_on_anything_loaded_from_another_host(tmp_path):
+    check_site = site_check()
+    loads = {
+        '<script src="https://cdn.jsdelivr.net/npm/x/embed-amd.js"></script>': "embed-amd",
+        '<script src="//cdnjs.cloudflare.com/require.min.js"></script>': "require.min",
+        '<link rel="stylesheet" href="https://fonts.example.org/a.css"/>': "a.css",
+        '<img src="http://example.org/fig.png"/>': "fig.png",
+        '<img srcset="fig.png 1x, https://example.org/fig2.png 2x"/>': "fig2.png",
+        '<div style="background: url(https://example.org/bg.png)">x</div>': "bg.png",
+        '<style>@import "https://example.org/more.css";</style>': "more.css",
+    }
+    for html, name in loads.items():
+        page = tmp_path / "page.html"
+        page.write_text(PAGE.format(title="t", nav="t", body=html))
+        problems: list[str] = []
+        check_site.check_offline(page, tmp_path, problems)
+        assert len(problems) == 1 and name in problems[0] and "another host" in problems[0], (html, problems)
+
+
+def test_site_check_allows_links_and_local_assets(tmp_path):
+    check_site = site_check()
+    body = ('<a href="https://arxiv.org/abs/2502.07553v2">paper</a>'
+            '<script src="../_static/mathjax/tex-chtml.js"></script>'
+            '<link rel="stylesheet" href="_static/sxor.css"/><link rel="canonical" href="https://x.org/"/>'
+            '<img src="fig.png"/><script>const URL = "https://unpkg.com/thebe/lib/index.js";</script>')
+    page = tmp_path / "page.html"
+    page.write_text(PAGE.format(title="t", nav="t", body=body))
+    problems: list[str] = []
+    check_site.check_offline(page, tmp_path, problems)
+    assert problems == []
+
+
+def test_requested_urls_keeps_the_pages_requests_only(tmp_path):
+    import json
+
+    check_site = site_check()
+    log = {"constants": {"logEventTypes": {"URL_REQUEST_START_JOB": 7, "OTHER": 1}},
+           "events": [
+               {"type": 7, "params": {"url": "https://cdn.example.org/a.js", "initiator": "null",
+                                      "network_isolation_key": "file:// file://"}},
+               {"type": 7, "params": {"url": "https://update.example.com/u", "initiator": "not an origin",
+                                      "network_isolation_key": "null null"}},
+               {"type": 1, "params": {"url": "https://other.example.org/b.js", "initiator": "null"}},
+               {"type": 7, "params": {"url": "file:///tmp/x.html", "initiator": "null"}},
+           ]}
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps(log)[:-2] + ",")  # Chromium killed mid-write leaves the log open
+    assert check_site.requested_urls(path) == {"https://cdn.example.org/a.js"}
+    assert check_site.requested_urls(tmp_path / "missing.json") == set()
+
+
+def test_script_errors_are_read_from_the_console_log():
+    log = ('[1:1:1201/1.2:INFO:CONSOLE:65] "Uncaught SyntaxError: Identifier \'THEBE_JS_URL\' has already been '
+           'declared", source: file:///x.html (65)\n'
+           '[1:1:1201/1.3:INFO:CONSOLE:1] "[PST]: Changed to auto mode", source: file:///y.js (1)\n'
+           '[1:1:1201/1.4:INFO:CONSOLE(12)] "Uncaught ReferenceError: x is not defined", source: z (12)\n')
+    assert site_check().script_errors(log) == [
+        "Uncaught SyntaxError: Identifier 'THEBE_JS_URL' has already been declared",
+        "Uncaught ReferenceError: x is not defined"]
+
+
+CHROMIUM = site_check().find_chromium()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on the PATH (apt-get install chromium)")
+def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path):
+    """A real page in headless Chromium: an inline formula wider than a phone, a figure shrunk
+    to a third on a phone and a script from another host are each reported; the same page with
+    the book's CSS rule for inline math and a single-panel figure is clean."""
+    import shutil
+    import struct
+    import zlib
+
+    check_site = site_check()
+
+    def png(width, height=40):
+        raw = b"".join(b"\x00" + b"\xff\xff\xff" * width for _ in range(height))
+        ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+
+        def chunk(kind, data):
+            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+        return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+    (tmp_path / "wide.png").write_bytes(png(1200))
+    (tmp_path / "narrow.png").write_bytes(png(600))
+    css = (ROOT / "_static" / "sxor.css").read_text()
+    # a stand-in for MathJax's inline box: an inline-block formula as wide as MathJax draws it
+    math = '<mjx-container jax="CHTML"><span style="display:inline-block;width:700px">f(x)</span></mjx-container>'
+    template = ("<html><head><style>article.bd-article{{overflow:hidden}} figure img{{max-width:100%}}"
+                "{css}</style></head><body>"
+                '<article class="bd-article"><p>Text {math} text.</p>'
+                '<figure><img src="{img}"/></figure>{script}</article></body></html>')
+    bad = tmp_path / "bad.html"
+    bad.write_text(template.format(css="", math=math, img="wide.png",
+                                   script='<script src="https://cdn.example.org/a.js"></script>'
+                                          "<script>const A = 1;</script><script>const A = 2;</script>"))
+    good = tmp_path / "good.html"
+    # the book's CSS and script: the formula scrolls in its box, the wide figure in its figure box
+    shutil.copy(ROOT / "_static" / "sxor.js", tmp_path / "sxor.js")
+    good.write_text(template.format(css=css, math=math, img="wide.png", script='<script src="sxor.js"></script>'))
+    narrow = tmp_path / "narrow.html"
+    narrow.write_text(template.format(css=css, math=math, img="narrow.png", script=""))
+    counts: dict = {}
+    problems = check_site.browser_check(tmp_path, [bad], counts=counts)
+    assert any("inline math clipped" in p and "390 px" in p for p in problems), problems
+    assert any("figure shown at" in p for p in problems), problems
+    assert any("requested https://cdn.example.org/a.js" in p for p in problems), problems
+    assert any("script error: Uncaught SyntaxError" in p for p in problems), problems
+    assert counts["external"] == 1 and counts["clipped"][390] >= 2
+    assert check_site.browser_check(tmp_path, [good, narrow]) == []
+
+
+def test_fallbacks_only_rewrites_stored_widget_lines(tmp_path):
+    from tools.execute_notebooks import WIDGET_FALLBACK, rewrite_fallbacks
+
+    shown = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"}, "text/plain": "old"})
+    path = tmp_path / "w.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])]), path)
+    assert rewrite_fallbacks(path) == 1 and rewrite_fallbacks(path) == 0
+    assert nbformat.read(path, as_version=4).cells[0].outputs[0]["data"]["text/plain"] == WIDGET_FALLBACK
+    assert "Colab" in WIDGET_FALLBACK
+
+
+def test_the_website_renders_no_widget_and_loads_no_widget_script():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
+    assert config["nb_ipywidgets_js"] == {}, "myst-nb would load require.js and the widget manager from CDNs"
+    assert ["*", WIDGET_MIME, None] in config["nb_mime_priority_overrides"]

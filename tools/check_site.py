@@ -16,9 +16,16 @@ Usage: ``python tools/check_site.py _build/html [--browser]``. Exit status 1 on 
   a display equation far too long for the page (estimated from its TeX, see
   :func:`tex_width_em`; ``--browser`` measures it).
 
+* no page loads a script, style sheet, image, font or frame from another host
+  (:func:`check_offline`): the book works offline.
+
 With ``--browser`` (needs ``chromium`` on the PATH) it also opens every page in headless
-Chromium at 1400 and 390 pixels and measures what the HTML cannot tell: the page's scroll width
-and every ``pre``, display equation and figure that is wider than its box.
+Chromium at 1400 and 390 pixels, with every other host unreachable, and measures what the HTML
+cannot tell: the page's scroll width, every ``pre``, display equation and figure wider than its
+box (at 1400 px; on a phone they may scroll in their own box), every inline formula cut off at
+the text column (both widths), every figure shrunk below :data:`MIN_PHONE_SCALE` of its size at
+390 px, and every request to another host (from Chromium's net log). ``--browser-if-available``
+(what ``make test`` passes) runs it when Chromium is installed and prints a notice otherwise.
 """
 
 from __future__ import annotations
@@ -323,62 +330,216 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
     return 'class="math' in text
 
 
+#: Tags and attributes through which a page loads something as it opens (not links a reader
+#: follows): a script, a style sheet, an image, a font, a frame.
+LOADED = {
+    "script": ("src",), "img": ("src", "srcset"), "source": ("src", "srcset"), "iframe": ("src",),
+    "embed": ("src",), "object": ("data",), "audio": ("src",), "video": ("src", "poster"),
+    "input": ("src",),
+}
+#: ``<link rel=...>`` values that make the browser fetch the target.
+LOADED_LINKS = {"stylesheet", "icon", "shortcut", "apple-touch-icon", "preload", "modulepreload", "prefetch",
+                "manifest"}
+
+
+def leaves_site(target: str) -> bool:
+    """True when ``target`` (a ``src``/``href`` value) is fetched from another host."""
+    target = target.strip()
+    return target.startswith("//") or urlparse(target).scheme in ("http", "https", "ftp", "ws", "wss")
+
+
+def external_loads(root: Node) -> list[str]:
+    """Every URL of another host that the page would fetch as it opens: scripts, style sheets,
+    images, fonts, frames (``<a href>`` links are not fetched, so they are not counted), and
+    ``url(...)``/``@import`` in inline styles."""
+    found = []
+    for node in root.iter():
+        keys = list(LOADED.get(node.tag, ()))
+        if node.tag == "link" and set(node.attrs.get("rel", "").lower().split()) & LOADED_LINKS:
+            keys.append("href")
+        for key in keys:
+            for target in re.split(r",\s*", node.attrs.get(key, "")) if key == "srcset" else [node.attrs.get(key, "")]:
+                target = target.split()[0] if target.split() else ""
+                if target and leaves_site(target):
+                    found.append(f"<{node.tag} {key}={target}>")
+        if node.tag == "style" or "style" in node.attrs:
+            css = node.text() if node.tag == "style" else node.attrs["style"]
+            for match in re.finditer(r"url\(\s*['\"]?([^'\")]+)|@import\s+['\"]([^'\"]+)", css):
+                target = match.group(1) or match.group(2)
+                if leaves_site(target):
+                    found.append(f"<{node.tag}> style url({target})")
+    return found
+
+
+def check_offline(page: Path, site: Path, problems: list[str]) -> None:
+    """A page fetches nothing from another host (it works offline and leaks no visit)."""
+    name = page.relative_to(site).as_posix()
+    for item in external_loads(parse(page.read_text(errors="replace"))):
+        problems.append(f"{name}: loads {item} from another host (serve it from _static or drop it)")
+
+
+#: At 390 px a figure shown at less than this fraction of its size has unreadable labels: the
+#: book's style (sxor/book.mplstyle) sets text of 12-13 pt, 17-18 px at 100 dpi, so below 0.45 of
+#: its size a label is under 8 CSS px.
+MIN_PHONE_SCALE = 0.45
+
 BROWSER_PAGE = """<!DOCTYPE html><html><body><div id="out">pending</div>
-<iframe id="f" src="{src}" style="width:{width}px;height:900px;border:0"></iframe>
+{frames}
 <script>
-const f = document.getElementById("f");
-f.onload = () => {{
-  const w = f.contentWindow, d = f.contentDocument;
-  const measure = () => {{
-    const bad = [];
-    const page = d.documentElement.scrollWidth;
-    if (page > {width} + 1) bad.push("page scrolls sideways: " + page + " px wide");
-    // On a phone a long code line or equation may scroll inside its own box; only the page may not.
-    if ({width} <= {phone}) {{ document.getElementById("out").textContent = "RESULT" + JSON.stringify(bad) + "END"; return; }}
-    for (const el of d.querySelectorAll("article pre, article mjx-container[display=true], article figure img, article table")) {{
-      if (!el.getClientRects().length || !el.clientWidth) continue;  // collapsed (hidden input)
-      const box = el.tagName === "IMG" ? el : (el.closest(".pst-scrollable-table-container") || el);
-      if (el.scrollWidth > box.clientWidth + 2)
-        bad.push(el.tagName.toLowerCase() + " clipped by " + (el.scrollWidth - box.clientWidth) +
-                 " px: " + (el.textContent || el.getAttribute("src") || "").trim().slice(0, 50));
+const widths = {widths}, phone = {phone}, results = {{}};
+const measure = (width) => {{
+  const f = document.getElementById("f" + width), d = f.contentDocument;
+  const bad = [];
+  const page = d.documentElement.scrollWidth;
+  if (page > width + 1) bad.push("page scrolls sideways: " + page + " px wide");
+  const scrolls = (el) => {{  // an ancestor the reader can scroll sideways (a table's box, a long equation)
+    for (let a = el.parentElement; a; a = a.parentElement) {{
+      const o = getComputedStyle(a).overflowX;
+      if ((o === "auto" || o === "scroll") && a.scrollWidth > a.clientWidth) return true;
     }}
-    document.getElementById("out").textContent = "RESULT" + JSON.stringify(bad) + "END";
+    return false;
   }};
-  const ready = w.MathJax && w.MathJax.startup && w.MathJax.startup.promise;
-  (ready ? w.MathJax.startup.promise : Promise.resolve()).then(() => setTimeout(measure, 200));
+  const figureName = (img) => {{  // "Fig. 4.1 Median population loss ..." or the file name
+    const fig = img.closest("figure"), num = fig && fig.querySelector(".caption-number");
+    return num ? (num.textContent + (img.getAttribute("alt") || "")).trim().slice(0, 60)
+               : (img.getAttribute("src") || "").split("/").pop();
+  }};
+  const article = d.querySelector("article.bd-article") || d.body;
+  const edge = article.getBoundingClientRect();
+  // Inline formulas: one that sticks out of the text column is cut off (the column hides
+  // overflow) unless it scrolls in its own box or in a scrolling ancestor.
+  for (const el of article.querySelectorAll("mjx-container:not([display=true])")) {{
+    if (!el.getClientRects().length) continue;
+    const r = el.getBoundingClientRect();
+    const over = Math.max(r.right - edge.right, edge.left - r.left);
+    if (over > 2 && !scrolls(el))
+      bad.push("inline math clipped by " + Math.round(over) + " px: " + (el.textContent || "").trim().slice(0, 40));
+  }}
+  for (const el of article.querySelectorAll("pre, mjx-container[display=true], figure img, table")) {{
+    if (!el.getClientRects().length || !el.clientWidth) continue;  // collapsed (hidden input)
+    if (el.tagName === "IMG") {{
+      if (el.naturalWidth && el.clientWidth < el.naturalWidth * {min_scale} && width <= phone)
+        bad.push("figure shown at " + Math.round(100 * el.clientWidth / el.naturalWidth) +
+                 "% of its size, labels unreadable: " + figureName(el));
+      continue;
+    }}
+    // On a phone a long code line, table or display equation may scroll inside its own box.
+    if (width <= phone) continue;
+    const box = el.closest(".pst-scrollable-table-container") || el;
+    if (el.scrollWidth > box.clientWidth + 2)
+      bad.push(el.tagName.toLowerCase() + " clipped by " + (el.scrollWidth - box.clientWidth) +
+               " px: " + (el.textContent || "").trim().slice(0, 50));
+  }}
+  results[width] = bad;
+  if (Object.keys(results).length === widths.length)
+    document.getElementById("out").textContent = "RESULT" + JSON.stringify(results) + "END";
 }};
+for (const width of widths) {{
+  const f = document.getElementById("f" + width);
+  f.onload = () => {{
+    const w = f.contentWindow;
+    const ready = w.MathJax && w.MathJax.startup && w.MathJax.startup.promise;
+    (ready ? w.MathJax.startup.promise : Promise.resolve()).then(() => setTimeout(() => measure(width), 300));
+  }};
+}}
 </script></body></html>"""
+FRAME = '<iframe id="f{width}" src="{src}" style="width:{width}px;height:900px;border:0"></iframe>'
 
 
-def browser_check(site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH)) -> list[str]:
-    """Open every page in headless Chromium at each width; report what is wider than its box."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+def find_chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def requested_urls(netlog: Path) -> set[str]:
+    """Every http(s) URL that a page asked for, from a Chromium net log (``--log-net-log``).
+
+    Chromium's own requests (its clock, its updater, its account check) start with an initiator
+    of ``not an origin`` and no page in their isolation key; those are not the site's."""
+    try:
+        text = netlog.read_text(errors="replace").rstrip().rstrip(",")
+    except OSError:
+        return set()
+    for tail in ("", "]}", "}]}"):
+        try:
+            log = json.loads(text + tail)
+            break
+        except json.JSONDecodeError:
+            continue
+    else:
+        return set()
+    start = log.get("constants", {}).get("logEventTypes", {}).get("URL_REQUEST_START_JOB")
+    urls = set()
+    for event in log.get("events", []):
+        params = event.get("params", {})
+        url = str(params.get("url", ""))
+        if event.get("type") != start or not url.startswith(("http:", "https:", "ws:", "wss:")):
+            continue
+        by_page = params.get("initiator") not in (None, "not an origin") or str(
+            params.get("network_isolation_key", "")).startswith("file://")
+        if by_page:
+            urls.add(url)
+    return urls
+
+
+def script_errors(log: str) -> list[str]:
+    """Uncaught JavaScript errors in Chromium's console log (``--enable-logging=stderr``)."""
+    return [m.group(1).strip()[:160] for m in re.finditer(r'CONSOLE[:(]\d+\)?\]\s*"?(Uncaught[^"\n]*)', log)]
+
+
+def browser_check(site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH),
+                  counts: dict | None = None) -> list[str]:
+    """Open every page in headless Chromium at each width, with no network (every other host
+    resolves to nothing), and report what is wider than its box, inline formulas cut off, figures
+    shrunk until unreadable on a phone, every request to another host (from the net log) and
+    every uncaught script error (from the console log).
+
+    ``counts``, when given, receives ``{"clipped": {width: n}, "external": n, "pages": n}``."""
+    chromium = find_chromium()
     if chromium is None:
         return ["--browser: no chromium on the PATH"]
     problems = []
+    clipped = {width: 0 for width in widths}
+    external: set[str] = set()
     with tempfile.TemporaryDirectory() as tmp:
         for page in pages:
-            for width in widths:
-                wrapper = Path(tmp) / "wrapper.html"
-                wrapper.write_text(BROWSER_PAGE.format(src=page.resolve().as_uri(), width=width, phone=PHONE_WIDTH))
-                result = subprocess.run(
-                    [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                     "--allow-file-access-from-files", "--disable-web-security",
-                     "--disable-background-networking", "--disable-component-update",
-                     f"--user-data-dir={tmp}/profile", "--window-size=1600,1000",
-                     "--virtual-time-budget=15000", "--dump-dom", wrapper.as_uri()],
-                    capture_output=True, text=True, timeout=120,
-                )
-                match = re.search(r"RESULT(.*?)END", result.stdout, re.S)
-                name = f"{page.relative_to(site).as_posix()} at {width} px"
-                if match is None:
-                    problems.append(f"{name}: could not be measured in Chromium")
-                    continue
-                problems += [f"{name}: {item}" for item in json.loads(match.group(1))]
+            wrapper = Path(tmp) / "wrapper.html"
+            frames = "\n".join(FRAME.format(width=w, src=page.resolve().as_uri()) for w in widths)
+            wrapper.write_text(BROWSER_PAGE.format(frames=frames, widths=json.dumps(list(widths)),
+                                                   phone=PHONE_WIDTH, min_scale=MIN_PHONE_SCALE))
+            netlog = Path(tmp) / "net.json"
+            netlog.unlink(missing_ok=True)
+            result = subprocess.run(
+                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--allow-file-access-from-files", "--disable-web-security",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-default-apps", "--no-default-browser-check", "--disable-domain-reliability",
+                 "--host-resolver-rules=MAP * ~NOTFOUND", f"--log-net-log={netlog}",
+                 "--enable-logging=stderr", "--v=0",
+                 f"--user-data-dir={tmp}/profile", "--window-size=2000,1000",
+                 "--virtual-time-budget=20000", "--dump-dom", wrapper.as_uri()],
+                capture_output=True, text=True, timeout=180,
+            )
+            name = page.relative_to(site).as_posix()
+            for error in sorted(set(script_errors(result.stderr))):
+                problems.append(f"{name}: script error: {error}")
+            for url in sorted(requested_urls(netlog)):
+                external.add(url)
+                problems.append(f"{name}: requested {url} from another host")
+            match = re.search(r"RESULT(.*?)END", result.stdout, re.S)
+            if match is None:
+                problems.append(f"{name}: could not be measured in Chromium")
+                continue
+            for width, items in json.loads(match.group(1)).items():
+                clipped[int(width)] += len(items)
+                problems += [f"{name} at {width} px: {item}" for item in items]
+    if counts is not None:
+        counts.update(clipped=clipped, external=len(external), pages=len(pages))
     return problems
 
 
-def main(site: Path, browser: bool = False) -> int:
+def main(site: Path, browser: bool | None = False) -> int:
+    """Check the site; ``browser``: True runs the Chromium check (a problem if there is no
+    Chromium), None runs it when Chromium is installed and prints a notice otherwise."""
     problems: list[str] = []
     toc = yaml.safe_load(Path("_toc.yml").read_text())
     for page in toc_pages(toc):
@@ -392,15 +553,27 @@ def main(site: Path, browser: bool = False) -> int:
     math_pages = sum(check_page(page, site, problems, seen) for page in pages)
     if math_pages == 0:
         problems.append("no page contains typeset math")
+    for page in pages:
+        check_offline(page, site, problems)
+    if browser is None:
+        browser = find_chromium() is not None
+        if not browser:
+            print("notice: browser check skipped (no chromium on the PATH; on Debian: apt-get install chromium)")
+    counts: dict = {}
     if browser:
         book_pages = [site / f"{page}.html" for page in toc_pages(toc) if (site / f"{page}.html").is_file()]
-        problems += browser_check(site, book_pages)
+        problems += browser_check(site, book_pages, counts=counts)
     for problem in problems:
         print(problem)
+    if counts:
+        per_width = ", ".join(f"{n} at {w} px" for w, n in counts["clipped"].items())
+        print(f"Chromium, {counts['pages']} pages: clipped or unreadable elements {per_width}; "
+              f"requests to other hosts: {counts['external']}")
     print(f"checked {len(pages)} HTML files{' (and in Chromium)' if browser else ''}: {len(problems)} problem(s)")
     return 1 if problems else 0
 
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    raise SystemExit(main(Path(args[0] if args else "_build/html"), browser="--browser" in sys.argv))
+    mode = True if "--browser" in sys.argv else (None if "--browser-if-available" in sys.argv else False)
+    raise SystemExit(main(Path(args[0] if args else "_build/html"), browser=mode))

@@ -1,7 +1,8 @@
 """Re-execute notebooks in place, top to bottom in a fresh kernel, as CI does.
 
 Usage: ``python tools/execute_notebooks.py book/part1/02_population_gradient.ipynb ...``
-(``make execute`` runs it on every notebook). Sets ``TQDM_DISABLE=1`` and strips per-cell
+(``make execute`` runs it on every notebook). ``--fallbacks-only`` rewrites only the plain-text
+line of widget outputs (:func:`shorten_widget_fallbacks`), without executing anything. Sets ``TQDM_DISABLE=1`` and strips per-cell
 timing metadata so that diffs show only real changes. A notebook none of whose outputs is a widget
 loses its stored widget state (``metadata.widgets``): myst-nb would otherwise make its page load
 the widget scripts from the internet for nothing.
@@ -33,7 +34,9 @@ def strip_unused_widget_state(nb: nbformat.NotebookNode) -> bool:
 
 
 #: What a widget output's plain-text fallback says instead of the widget's long ``repr``.
-WIDGET_FALLBACK = "(an interactive widget: it runs in Colab or Jupyter; the figure beside it is its static view)"
+#: The website shows it instead of the widget (``_config.yml`` renders no widget and loads no
+#: widget script from another host), so it says how to explore.
+WIDGET_FALLBACK = "(an explorer: run it in Colab, rocket button above, to explore; the figure below is its static view)"
 
 
 def shorten_widget_fallbacks(nb: nbformat.NotebookNode) -> int:
@@ -67,7 +70,20 @@ def execute(path: Path) -> float:
     return time.perf_counter() - start
 
 
+def rewrite_fallbacks(path: Path) -> int:
+    """Apply :func:`shorten_widget_fallbacks` to the stored notebook at ``path``; return the count."""
+    nb = nbformat.read(path, as_version=4)
+    count = shorten_widget_fallbacks(nb)
+    if count:
+        nbformat.write(nb, path)
+    return count
+
+
 if __name__ == "__main__":
     os.environ["TQDM_DISABLE"] = "1"  # the kernels inherit it: no progress bars in the outputs
-    for name in sys.argv[1:]:
-        print(f"{name}: {execute(Path(name)):.1f} s", flush=True)
+    names = [a for a in sys.argv[1:] if not a.startswith("--")]
+    for name in names:
+        if "--fallbacks-only" in sys.argv:
+            print(f"{name}: {rewrite_fallbacks(Path(name))} widget fallback(s) rewritten", flush=True)
+        else:
+            print(f"{name}: {execute(Path(name)):.1f} s", flush=True)

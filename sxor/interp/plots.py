@@ -11,6 +11,9 @@ from .layers import Array
 
 
 MARKERS = ["o", "*", "^", "s", "P", "X", "v", "D"]
+#: Marker area (points^2) of every entry of a token legend: the drawn sizes grow with the number
+#: of tokens at a point (up to 150 for a target), which made the legend's markers overlap.
+LEGEND_MARKER_SIZE = 50
 COLORS = ["tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:red", "tab:brown", "tab:pink", "tab:olive"]
 
 
@@ -105,7 +108,7 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
     """Scatter the 2-D tokens of each sequence ``X_j [n_j, 2]`` (own marker and colour; the size
     grows with the number of tokens at one point) and, if given, the targets ``Y_j [m_j, 2]`` as open
     diamonds of the same colour (chapters 13 and 14). The legend (``legend=True``) is placed to the
-    right of the axes, with one marker size for every entry.
+    right of the axes, with one marker size for every entry (:func:`uniform_legend_markers`).
 
     ``sequences`` (and ``targets``) are sequences (lists, tuples, or a ``[J, n, 2]`` array) of 2-D
     point arrays with at least one point each, at most one target set per sequence. Refuses
@@ -137,9 +140,25 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
                    label=f"$Y_{j + 1}$")
     _label_plane(ax, title)
     if legend:  # outside the data, to the right; one marker size per entry, so markers never overlap
-        leg = ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
-                        scatterpoints=1, labelspacing=0.9, handletextpad=0.5, frameon=False)
-        for handle in leg.legend_handles:
-            if hasattr(handle, "set_sizes"):
-                handle.set_sizes([50])
+        uniform_legend_markers(ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                                         borderaxespad=0.0, scatterpoints=1, labelspacing=0.9,
+                                         handletextpad=0.5, frameon=False))
     return ax
+
+
+def uniform_legend_markers(legend, size: float = LEGEND_MARKER_SIZE):
+    """Draw every scatter marker of ``legend`` at area ``size`` (points^2), so that markers of
+    different drawn sizes neither overlap nor crowd their labels; return the legend.
+
+    Use it on a legend built from :func:`plot_tokens` handles (e.g. one shared legend for several
+    panels). Raises ``TypeError`` when ``legend`` is not a matplotlib Legend, ``ValueError`` when
+    ``size`` is not a positive number."""
+    handles = getattr(legend, "legend_handles", None)
+    if handles is None:
+        raise TypeError(f"legend must be a matplotlib Legend, got {type(legend).__name__}")
+    if isinstance(size, bool) or not isinstance(size, (int, float)) or not size > 0:
+        raise ValueError(f"size must be a positive number, got {size!r}")
+    for handle in handles:
+        if hasattr(handle, "set_sizes"):
+            handle.set_sizes([size])
+    return legend

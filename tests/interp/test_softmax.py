@@ -253,6 +253,13 @@ def test_plot_tokens_marks_multiplicity_and_targets():
     sizes = sorted(ax.collections[0].get_sizes())        # the doubled token is drawn larger
     assert sizes == [40, 65]
     assert ax.get_legend() is not None and ax.get_title() == "t" and ax.get_xlabel() == "$x_1$"
+    legend = ax.get_legend()
+    # the legend's markers share one size (the drawn 150-point diamonds no longer overlap) ...
+    assert {float(h.get_sizes()[0]) for h in legend.legend_handles} == {50.0}
+    # ... and the legend sits outside the axes, off the tokens
+    renderer = fig.canvas.get_renderer()
+    box, drawn = ax.get_window_extent(renderer), legend.get_window_extent(renderer)
+    assert drawn.x0 >= box.x1 or drawn.y1 <= box.y0
     with pytest.raises(ValueError, match="sequence 0"):
         plot_tokens(ax, [as_exact([[1, 2, 3]])])
     plt.close(fig)
