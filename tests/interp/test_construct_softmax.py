@@ -284,11 +284,13 @@ def _far_dataset(B: int):
 
 
 def test_certificate_is_exact_for_huge_coordinates():
-    """Coordinates ~1e80: the collapse error eps(tau) is ~1e-82, far below r* = 3/8, so the theorem
-    gives exactness; the certificate must prove it (an enclosure of width |x| 2^-200 could not)."""
+    """Coordinates ~1e80: the collapse error eps(tau) is ~1e-82, far below r* (1/16, the same as for
+    B = 10: the line projection works at unit scale), so the theorem gives exactness; the
+    certificate must prove it (an enclosure of width |x| 2^-200 could not)."""
     X, Y = _far_dataset(10**80)
     T = construct(X, Y, attention="softmax")
-    assert T.radius == Fraction(3, 8) and T.error_bound(T.tau) < mpmath.mpf(10) ** -80
+    assert T.radius == construct(*_far_dataset(10), attention="softmax").radius == Fraction(1, 16)
+    assert T.error_bound(T.tau) < mpmath.mpf(10) ** -80
     tau_max = Fraction(T.tau_max)
     for tau in (tau_max / 2, tau_max / 2000):
         c = softmax_certificate(T, X, Y, tau)
