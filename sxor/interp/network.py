@@ -359,7 +359,7 @@ class InterpolatingTransformer:
         if ratio <= 1:
             return mpmath.inf
         iv = mpmath.iv
-        saved, iv.prec = iv.prec, 53
+        saved, iv.prec = iv.prec, 80  # enclose with 27 guard bits, then round the lower end down to 53
         try:
             gap = iv.mpf(self.gap.numerator) / iv.mpf(self.gap.denominator)
             log = iv.log(iv.mpf(ratio.numerator) / iv.mpf(ratio.denominator))
@@ -367,7 +367,7 @@ class InterpolatingTransformer:
         finally:
             iv.prec = saved
         with mpmath.workprec(53):
-            return mpmath.mpf(low)
+            return mpmath.mpf(mpmath.libmp.mpf_pos(low, 53, mpmath.libmp.round_floor))
 
     def _tau_below_max(self, tau: Fraction) -> None:
         """Refuse a temperature at or above the (rounded-down) ``tau_max``: no guarantee holds there."""
