@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from fractions import Fraction
 
 import mpmath
 import numpy as np
 import pytest
 import torch
+
+from tests.hang_guard import hang_guard
 
 import sxor.interp.certificate as certificate_module
 from sxor.interp import construct, hausdorff_squared, interpolation_errors, random_dataset, softmax_certificate
@@ -234,12 +235,12 @@ def test_certificate_against_an_independent_high_precision_evaluation(seed):
 
 
 @pytest.mark.parametrize("tau", [Fraction(1, 10**9), Fraction(1, 10**12), Fraction(1, 10**30)])
-def test_certificate_at_tiny_tau_is_fast(tau):
+def test_certificate_at_tiny_tau_is_exact(tau):
     X, Y = random_dataset(3, 4, [1, 2, 2], 2, seed=4)
     T = construct(X, Y, attention="softmax")
-    t0 = time.process_time()
-    c = softmax_certificate(T, X, Y, tau)
-    assert c["exact"] and time.process_time() - t0 < 10
+    with hang_guard(f"softmax_certificate at tau = {tau}"):
+        c = softmax_certificate(T, X, Y, tau)
+    assert c["exact"]
 
 
 def test_shared_targets_and_targets_among_the_inputs():
