@@ -45,13 +45,17 @@ class Experiment:
     compare_keys: tuple[str, ...] | None = None
     #: The relative tolerance of that comparison (single-precision training needs more than 1e-9).
     compare_tol: float = 1e-9
+    #: Record fields holding one value per instance, where the CI run's instances are the first
+    #: ones of the full run's: :func:`compare` checks them on the CI run's length.
+    compare_prefix: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
 def register(name: str, description: str, plot: Callable[[dict], object] | None = None,
-             compare_keys: Sequence[str] | None = None, compare_tol: float = 1e-9):
+             compare_keys: Sequence[str] | None = None, compare_tol: float = 1e-9,
+             compare_prefix: Sequence[str] = ()):
     """Decorator registering an experiment's ``run(size, device) -> (params, records)``.
 
     Parameters
@@ -69,11 +73,14 @@ def register(name: str, description: str, plot: Callable[[dict], object] | None 
         and ``tests/test_portability.py`` re-runs it under another summation order.
     compare_tol
         The relative tolerance :func:`compare` uses by default for this experiment.
+    compare_prefix
+        Per-instance list fields whose CI lists are the first entries of the full run's (the CI
+        run has fewer instances per cell): :func:`compare` checks them on the CI length.
     """
 
     def wrap(fn):
         keys = tuple(compare_keys) if compare_keys is not None else None
-        REGISTRY[name] = Experiment(name, description, fn, plot, keys, float(compare_tol))
+        REGISTRY[name] = Experiment(name, description, fn, plot, keys, float(compare_tol), tuple(compare_prefix))
         return fn
 
     return wrap
@@ -187,7 +194,8 @@ def _records(run: dict, which: str) -> list:
     return records
 
 
-def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float | None = None) -> Comparison:
+def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float | None = None,
+            prefix: Sequence[str] | None = None) -> Comparison:
     """Compare a CI run with the committed full run on the records they share.
 
     Records are matched by the exact values of ``keys``. Every other field of matched records is
@@ -210,6 +218,11 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
     tol
         Largest relative difference that counts as agreement, finite and :math:`> 0` (default:
         the experiment's registered ``compare_tol``, else ``1e-9``).
+    prefix
+        Fields holding one value per instance where the CI run's instances are the first ones of
+        the full run's (default: the experiment's registered ``compare_prefix``, else none): a CI
+        list is compared with the same number of leading entries of the full list, which must be
+        at least as long. Every other list must have the same length on both sides.
 
     Returns
     -------
@@ -242,6 +255,9 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
         raise ValueError(f"cannot compare {ci.get('experiment')!r} with {full.get('experiment')!r}")
     if not ci_records:
         raise ValueError("the CI run has no records: nothing to compare")
+    if prefix is None:
+        prefix = registered.compare_prefix if registered is not None else ()
+    prefix = set(prefix)
 
     def key(record: dict, which: str) -> tuple:
         missing = [k for k in keys if k not in record]
@@ -274,6 +290,9 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
             if field not in rec or field not in other:
                 why = f"only in the {'CI' if field in rec else 'full'} run"
                 diff = math.inf
+            elif (field in prefix and isinstance(rec[field], list) and isinstance(other[field], list)
+                  and len(rec[field]) <= len(other[field])):
+                diff, why = _difference(rec[field], other[field][: len(rec[field])])
             else:
                 diff, why = _difference(rec[field], other[field])
             if why is not None and len(problems) < 10:

@@ -137,3 +137,14 @@ def test_a_ci_run_never_replaces_a_full_run_without_the_flag(tiny, tmp_path, cap
     assert cli.main(["run", "trust-tiny", "--out", str(tmp_path)]) == 0
     target.write_text("{ truncated")
     assert cli.main(["run", "trust-tiny", "--out", str(tmp_path)]) == 0
+
+
+def test_per_instance_lists_compare_on_the_ci_length_only_when_declared():
+    full = {"records": [{"d": 1, "k": 1, "first": [3, 5, 7, 9]}]}
+    ci = {"records": [{"d": 1, "k": 1, "first": [3, 5]}]}
+    assert not _cmp(ci, full).agrees  # undeclared: lengths 2 and 4 disagree
+    assert _cmp(ci, full, prefix=("first",)).agrees
+    assert not _cmp({"records": [{"d": 1, "k": 1, "first": [3, 6]}]}, full, prefix=("first",)).agrees
+    longer = {"records": [{"d": 1, "k": 1, "first": [3, 5, 7, 9, 11]}]}
+    assert not _cmp(longer, full, prefix=("first",)).agrees  # the CI list may not be longer
+    assert experiments.get("finite-samples-sgd").compare_prefix == ("first_success",)
