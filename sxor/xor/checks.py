@@ -255,3 +255,73 @@ def batch_shape(*shapes: torch.Size) -> torch.Size:
         return torch.broadcast_shapes(*shapes)
     except RuntimeError as err:
         raise ValueError(f"batch shapes do not broadcast: {[tuple(s) for s in shapes]}") from err
+
+
+# --- devices, memory, inputs -------------------------------------------------------------------
+
+#: Largest tensor (in bytes) a Part I function allocates before refusing: 16 GiB, more than any
+#: experiment of the book needs (the full-size sweeps stay below 2 GiB per tensor). Raise it on
+#: purpose (``sxor.xor.checks.MAX_BYTES = ...``) on a machine with more memory.
+MAX_BYTES = 16 * 2**30
+
+
+def available_devices() -> list[str]:
+    """The device strings this process can use: ``cpu``, ``cuda:0`` ... and ``mps`` when present."""
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        names.append("mps")
+    return names
+
+
+def check_device(name: str, device: object) -> torch.device | None:
+    """Require ``None``, a ``torch.device`` or a device string that exists and is available here.
+
+    Returns the ``torch.device`` (``None`` stays ``None``: the default device). An unknown string
+    (``"tpu"``, ``"gpu0"``) or a device this process cannot use (``"cuda"`` without a GPU,
+    ``"cuda:7"`` on a machine with one) raises :class:`ValueError` listing the available ones.
+    """
+    if device is None:
+        return None
+    if isinstance(device, (bool, np.bool_)) or not isinstance(device, (str, torch.device)):
+        raise ArgumentTypeError(f"{name} must be a device string such as 'cpu' or 'cuda', got "
+                                f"{type(device).__name__} {device!r}")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{name} {device!r} is not a device; available here: {available_devices()}") from None
+    if dev.type in ("cpu", "meta"):  # meta: shapes only, nothing allocated (tests of the size guards)
+        return dev
+    if dev.type == "cuda":
+        ok = torch.cuda.is_available() and (dev.index is None or dev.index < torch.cuda.device_count())
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        ok = mps is not None and mps.is_available()
+    else:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} {str(dev)!r} is not available in this process; available here: "
+                         f"{available_devices()}")
+    return dev
+
+
+def check_memory(what: str, shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    """Refuse, before allocating, a tensor of ``shape`` and ``dtype`` above :data:`MAX_BYTES`;
+    the message names ``what`` (the arguments that set the size) and the estimate."""
+    numel = math.prod(int(s) for s in shape)
+    size = numel * (torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits) // 8 \
+        if dtype != torch.bool else numel
+    if size > MAX_BYTES:
+        raise ValueError(f"{what} would allocate a tensor of shape {tuple(shape)} ({size / 2**30:.3g} GiB), "
+                         f"above the limit sxor.xor.checks.MAX_BYTES = {MAX_BYTES / 2**30:.3g} GiB: "
+                         "choose smaller sizes (or raise the limit on purpose)")
+
+
+def check_signs(name: str, x: torch.Tensor) -> None:
+    """Require every entry of ``x`` to be exactly ``+1`` or ``-1`` (one pass: ``x * x == 1``
+    fails for 0, 0.5, NaN and infinities alike)."""
+    if x.numel() and not bool((x * x == 1).all()):
+        raise ValueError(f"{name} must have entries +1 or -1 only (inputs of the hypercube); "
+                         "got other values (0, fractions, NaN or infinities)")

@@ -24,6 +24,7 @@ from .checks import (
     check_int,
     check_query,
     check_real,
+    check_signs,
     check_support,
     check_tensor,
 )
@@ -46,9 +47,11 @@ def parity_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     ArgumentTypeError
         unless ``x`` is a tensor and ``support`` an integer tensor.
     ValueError
-        unless ``support`` holds pairwise distinct positions in ``[0, d)``.
+        unless ``x`` has entries :math:`\pm 1` only (0, 0.5, NaN and infinities are refused) and
+        ``support`` holds pairwise distinct positions in ``[0, d)``.
     """
     check_tensor("x", x, 2)
+    check_signs("x", x)
     support = as_support(support, x.device)
     check_support(support, x.shape[-1], k=None)
     support = torch.as_tensor(support, device=x.device)
