@@ -27,6 +27,7 @@ import torch
 
 from ..book import bound, default_device
 from ..results import provenance
+from ..xor.checks import check_device
 
 #: The sizes every experiment has.
 SIZES = ("ci", "full")
@@ -137,12 +138,13 @@ def run(name: str, size: str = "ci", device: torch.device | str | None = None) -
     Raises
     ------
     ValueError
-        For an unknown experiment (the message lists the known ones) or size.
+        For an unknown experiment (the message lists the known ones) or size, and a device that
+        does not exist or is not available here (the message lists the available ones).
     """
     exp = get(name)
     if size not in SIZES:
         raise ValueError(f"size must be one of {list(SIZES)}, got {size!r}")
-    device = torch.device(device) if device is not None else default_device()
+    device = check_device("device", device) if device is not None else default_device()
     start = time.perf_counter()
     params, records = exp.run(size, device)
     wall = time.perf_counter() - start
