@@ -88,7 +88,7 @@ def test_devices_that_do_not_exist_or_are_not_here():
     assert checks.check_device("device", "cpu") == torch.device("cpu")
     assert checks.check_device("device", None) is None
     assert "cpu" in checks.available_devices()
-    for bad in ("tpu", "gpu0", "cuda:99"):
+    for bad in ("tpu", "gpu0", "cuda:99", "ipu", "hip"):
         with pytest.raises(ValueError, match=r"device .*available here: \['cpu'"):
             sxor.sphere_embeddings(4, 2, device=bad)
     if not torch.cuda.is_available():
