@@ -78,6 +78,7 @@ def test_a_field_missing_from_the_ci_record_is_a_disagreement():
     (_ci(d=5), FULL, {}, "no partner"),
     (_ci(d=4.0), FULL, {}, "exact"),
     (_ci(), FULL, {"tol": math.nan}, "tol must be finite"),
+    (_ci(), FULL, {"tol": math.inf}, "tol must be finite"),
     (_ci(), FULL, {"tol": -1e-9}, "tol must be finite and > 0"),
     (_ci(), FULL, {"tol": 0.0}, "> 0"),
     (_ci(), FULL, {"keys": ()}, "at least one"),
