@@ -21,6 +21,7 @@ def committed(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("content, why", [
     ("", "is empty"),
+    ("  \n", "is empty"),
     ('{"experiment": "x", "rec', "not valid JSON"),
     ("[1, 2]", "holds a JSON list, not an object"),
     ('{"experiment": "x"}', "lacks 'experiment' and a list of 'records'"),
