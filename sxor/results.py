@@ -24,6 +24,48 @@ import torch
 RESULTS_DIR = Path(__file__).resolve().parent / "committed"
 
 
+def available_devices() -> list[str]:
+    """The device strings this process can use: ``cpu``, ``cuda:0`` ... and ``mps`` when present."""
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        names.append("mps")
+    return names
+
+
+def check_device(name: str, device: object) -> torch.device | None:
+    """Require ``None``, a ``torch.device`` or a device string that exists and is available here.
+
+    Returns the ``torch.device`` (``None`` stays ``None``: the default device). An unknown string
+    (``"tpu"``, ``"gpu0"``) or a device this process cannot use (``"cuda"`` without a GPU,
+    ``"cuda:7"`` on a machine with one) raises :class:`ValueError` listing the available ones.
+    """
+    if device is None:
+        return None
+    if isinstance(device, (bool, np.bool_)) or not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a device string such as 'cpu' or 'cuda', got "
+                                f"{type(device).__name__} {device!r}")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{name} {device!r} is not a device; available here: {available_devices()}") from None
+    if dev.type in ("cpu", "meta"):  # meta: shapes only, nothing allocated (tests of the size guards)
+        return dev
+    if dev.type == "cuda":
+        ok = torch.cuda.is_available() and (dev.index is None or dev.index < torch.cuda.device_count())
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        ok = mps is not None and mps.is_available()
+    else:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} {str(dev)!r} is not available in this process; available here: "
+                         f"{available_devices()}")
+    return dev
+
+
 def provenance(device: torch.device | str, command: str | None = None) -> dict[str, Any]:
     """Command (default: this process's ``python -m sxor`` arguments), device, versions and date."""
     device = torch.device(device)

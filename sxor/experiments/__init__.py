@@ -26,8 +26,7 @@ import numpy as np
 import torch
 
 from ..book import bound, default_device
-from ..results import provenance
-from ..xor.checks import check_device
+from ..results import check_device, provenance
 
 #: The sizes every experiment has.
 SIZES = ("ci", "full")
