@@ -45,7 +45,7 @@ import numpy as np
 from .certificate import collapse_margins, interpolation_errors, softmax_certificate
 from .dataset import check_dataset, distinct_indices, random_dataset
 from .exact import Token, fmt, mean, zeros
-from .hats import hat_move, injective_direction, line_projection, snap_move
+from .hats import conditioned_direction, hat_move, injective_direction, line_projection, snap_move
 from .network import (
     ATTENTIONS,
     Block,
@@ -151,8 +151,8 @@ def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: in
                 break
         else:  # pragma: no cover - excluded by Lemma 13.4
             raise AssertionError(f"no displacement separates the means of inputs {k} and {j}")
-        layer = hat_move(values, p, D, d, flat=False, role=f"separate: move {fmt(p)}", start=start)
-        start = int(layer.U[0, 1]) if d > 1 else start
+        layer = hat_move(values, p, D, d, flat=False, role=f"separate: move {fmt(p)}",
+                         direction=conditioned_direction(values, d))
         moves.append(layer)
         states = _replace(states, p, new_p)
     if not shift:
@@ -268,13 +268,14 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
         D = tuple(a - b for a, b in zip(dest, p))
         if idx == 0:
             p0 = tuple(v - t for v, t in zip(p, translation))
-            layer = hat_move(values, p0, D, d, flat=False, translation=translation, start=start,
+            layer = hat_move(values, p0, D, d, flat=False, translation=translation,
+                             direction=conditioned_direction(values, d),
                              role=f"translate by {fmt(translation)}; leader {fmt(p)} -> {fmt(dest)}")
             states = [s + np.array(translation, dtype=object) for s in states]
             values = {tuple(v + t for v, t in zip(x, translation)) for x in values}
         else:
-            layer = hat_move(values, p, D, d, flat=False, start=start, role=f"select {fmt(p)} -> {fmt(dest)}")
-        start = int(layer.U[0, 1])
+            layer = hat_move(values, p, D, d, flat=False, role=f"select {fmt(p)} -> {fmt(dest)}",
+                             direction=conditioned_direction(values, d))
         moves.append(layer)
         states = _replace(states, p, dest)
         values = (values - {p}) | {dest}
@@ -301,8 +302,8 @@ def hardmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
     values, moves = set(points), []
     for p, goal in zip(points, goals):
         D = tuple(a - b for a, b in zip(goal, p))
-        layer = hat_move(values, p, D, d, flat=flat, role=f"interpolate {fmt(p)} -> {fmt(goal)}", start=start)
-        start = int(layer.U[0, 1]) if d > 1 else start
+        layer = hat_move(values, p, D, d, flat=flat, role=f"interpolate {fmt(p)} -> {fmt(goal)}",
+                         direction=conditioned_direction(values, d))  # injective, well spread
         moves.append(layer)
         values = (values - {p}) | {goal}
     return moves
@@ -334,10 +335,9 @@ def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
     projection, v, c = line_projection(set(points), d, 1 + ybig, role="project onto the e_1 axis", start=start)
     line = [tuple([sum((a * b for a, b in zip(v, p)), Fraction(0)) - c] + [Fraction(0)] * (d - 1)) for p in points]
     values, moves = set(line), []
-    start = int(v[1]) if d > 1 else start
-    for p, goal in zip(line, goals):
-        layer = snap_move(values, p, goal, d, role=f"snap {fmt(p)} -> {fmt(goal)}", start=start)
-        start = int(layer.U[0, 1]) if d > 1 else start
+    e1 = tuple(Fraction(int(i == 0)) for i in range(d))
+    for p, goal in zip(line, goals):  # on e_1, p is >= 1 from every goal and > 2 (1 + ybig) from the other t_l
+        layer = snap_move(values, p, goal, d, role=f"snap {fmt(p)} -> {fmt(goal)}", direction=e1)
         moves.append(layer)
         values = (values - {p}) | {goal}
     radius = min([1 + ybig] + [layer.gap / 4 for layer in moves]) / max(abs(a) for a in v)
