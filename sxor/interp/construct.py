@@ -264,18 +264,25 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
                          _parking_spot(parked, num_parked, park_radius, d)))
     moves: list[FFLayer] = []
     values = _values(states)  # kept up to date move by move (a move replaces one value by another)
+    # One direction for the whole phase. Every value set met during the phase is a subset of the
+    # translated initial values and the destinations (a move replaces a value by its destination),
+    # and projections are translation invariant up to a constant, so a direction injective on that
+    # union separates every move, with every gap at least the union's and a range at most the
+    # union's: at least as well conditioned as one chosen move by move, for one search instead of
+    # one per move.
+    union = {tuple(v + t for v, t in zip(x, translation)) for x in values} | {dest for _, dest in plan}
+    direction = conditioned_direction(union, d)
     for idx, (p, dest) in enumerate(plan):
         D = tuple(a - b for a, b in zip(dest, p))
         if idx == 0:
             p0 = tuple(v - t for v, t in zip(p, translation))
-            layer = hat_move(values, p0, D, d, flat=False, translation=translation,
-                             direction=conditioned_direction(values, d),
+            layer = hat_move(values, p0, D, d, flat=False, translation=translation, direction=direction,
                              role=f"translate by {fmt(translation)}; leader {fmt(p)} -> {fmt(dest)}")
             states = [s + np.array(translation, dtype=object) for s in states]
             values = {tuple(v + t for v, t in zip(x, translation)) for x in values}
         else:
             layer = hat_move(values, p, D, d, flat=False, role=f"select {fmt(p)} -> {fmt(dest)}",
-                             direction=conditioned_direction(values, d))
+                             direction=direction)
         moves.append(layer)
         states = _replace(states, p, dest)
         values = (values - {p}) | {dest}

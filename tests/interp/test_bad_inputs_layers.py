@@ -417,6 +417,15 @@ CASES = {
         (lambda: P.plot_tokens(None, [torch.ones(3, 2)]), "Axes"),
         (lambda: P.plot_tokens(AX, [torch.ones(3, 2)], [torch.ones(1, 2), torch.ones(1, 2)]), "2 target sets"),
     ],
+    "uniform_legend_markers": [
+        (lambda: P.uniform_legend_markers(None), "matplotlib Legend"),
+        (lambda: P.uniform_legend_markers(AX), "matplotlib Legend"),
+        (lambda: P.uniform_legend_markers("legend"), "matplotlib Legend"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size=0), "positive number"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size=float("nan")), "positive number"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size=True), "positive number"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size="5"), "positive number"),
+    ],
 }
 
 TABLE = [(name, k, fn, match) for name, rows in CASES.items() if rows for k, (fn, match) in enumerate(rows)]
