@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from ..interp.training import init_parameters, tikhonov_data, warm_start_sweep
+from ..interp.training import authors_draw as _authors_draw, init_parameters, tikhonov_data, warm_start_sweep
 from . import register, size_config
 
 SIZES = {
@@ -42,22 +42,47 @@ SEED_SIZES = {
              "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "sweep_steps": [5000, 10000, 50000, 50000]},
 }
 
+#: The authors' two runs on the data and initialisation drawn exactly as their scripts draw them
+#: (:func:`sxor.interp.training.authors_draw`, seed 0): their Figure 1a (one run, ``epsilon = 1e-4``,
+#: 50 000 steps) and Figure 1b (the warm-started sweep over ``1e-1, 1e-2, 1e-3`` with 5 000,
+#: 10 000 and 50 000 steps), in float32 as theirs.
+AUTHORS_SIZES = {
+    "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64", "authors_draw": True,
+           "single_epsilon": 1e-4, "single_steps": 1000,
+           "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [300, 300, 300]},
+    "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32", "authors_draw": True,
+             "single_epsilon": 1e-4, "single_steps": 50000,
+             "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [5000, 10000, 50000]},
+}
+
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
 def run_runs(N: int, n: int, d: int, lr: float, dtype: str, single_epsilon: float, single_steps: int,
              sweep_epsilons: list[float], sweep_steps: list[int], device: torch.device | str | None = None,
-             data_seed: int = 0, init_seed: int = 1) -> list[dict]:
+             data_seed: int = 0, init_seed: int = 1, authors_draw: bool = False) -> list[dict]:
     """The single long run and the warm-started sweep, from the same initialisation; one record
-    per stage (see the module docstring)."""
+    per stage (see the module docstring). With ``authors_draw`` the data and the initialisation
+    are :func:`sxor.interp.training.authors_draw` with seed ``data_seed`` (``init_seed`` unused),
+    as both of the authors' scripts draw them; otherwise the book's own draw
+    (:func:`~sxor.interp.training.tikhonov_data` with ``data_seed``,
+    :func:`~sxor.interp.training.init_parameters` with ``init_seed``)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
-    data = tikhonov_data(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)
+    if not isinstance(authors_draw, bool):
+        raise TypeError(f"authors_draw must be a bool, got {authors_draw!r}")
+    if authors_draw:
+        data, _ = _authors_draw(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)
+    else:
+        data = tikhonov_data(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)
     star = data.theta_star_sq_norm
     records = []
     runs = (("single", [single_epsilon], [single_steps]), ("sweep", list(sweep_epsilons), list(sweep_steps)))
     for name, epsilons, steps in runs:
-        theta = init_parameters(d, seed=init_seed, dtype=DTYPES[dtype], device=device)
+        if authors_draw:  # each of their scripts re-seeds and draws the same data and initialisation
+            theta = _authors_draw(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)[1]
+        else:
+            theta = init_parameters(d, seed=init_seed, dtype=DTYPES[dtype], device=device)
         for stage, out in enumerate(warm_start_sweep(data, theta, epsilons, steps, lr=lr)):
             eps = out.pop("epsilon")
             records.append({"run": name, "stage": stage, "epsilon": eps, "steps": out.pop("steps"), **{
@@ -131,6 +156,20 @@ def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, SIZES))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny matrices: one thread is fastest and immune to oversubscription
+    try:
+        records = run_runs(**params, device=device)
+    finally:
+        torch.set_num_threads(threads)
+    return params, records
+
+
+@register("regularised-training-authors",
+          "Tikhonov: the authors' Figure 1a run and Figure 1b sweep on their own draw of data and initialisation",
+          plot=plot_regularised)
+def run_authors(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    params = dict(size_config(size, AUTHORS_SIZES))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     try:
         records = run_runs(**params, device=device)
     finally:

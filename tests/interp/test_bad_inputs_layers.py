@@ -272,6 +272,14 @@ CASES = {
         (lambda: M.random_sphere_instance(1, 1, 30, gen()), "too rare"),
     ],
     # training
+    "authors_draw": [
+        (lambda: T.authors_draw(0, 3, 2), ">= 1"),
+        (lambda: T.authors_draw(2, 3.0, 2), "int"),
+        (lambda: T.authors_draw(2, 3, 2, width=True), "int"),
+        (lambda: T.authors_draw(2, 3, 2, seed=0.5), "seed"),
+        (lambda: T.authors_draw(2, 3, 2, dtype=torch.int32), "dtype"),
+        (lambda: T.authors_draw(2, 3, 2, dtype="float32"), "dtype"),
+    ],
     "uniform_attention_interpolant": [
         (lambda: T.uniform_attention_interpolant({"X": DATA.X}), "TikhonovData"),
         (lambda: T.uniform_attention_interpolant(DATA, epsilons=()), "epsilons"),
@@ -381,6 +389,7 @@ CASES = {
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", -1.0, 2, [1e-1], [2]), ">= 0"),
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2, 3]), "equal length"),
         (lambda: run_runs(2, 3, 2, NAN, "float64", 1e-3, 2, [1e-1], [2]), "finite"),
+        (lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2], authors_draw="yes"), "authors_draw"),
     ],
     "run_seeds": [
         (lambda: run_seeds(2, 3, 2, 1e-2, "float16", [1], [1e-1], [2]), "dtype"),
