@@ -45,13 +45,14 @@ SEED_SIZES = {
 #: The authors' two runs on the data and initialisation drawn exactly as their scripts draw them
 #: (:func:`sxor.interp.training.authors_draw`, seed 0): their Figure 1a (one run, ``epsilon = 1e-4``,
 #: 50 000 steps) and Figure 1b (the warm-started sweep over ``1e-1, 1e-2, 1e-3`` with 5 000,
-#: 10 000 and 50 000 steps), in float32 as theirs.
+#: 10 000 and 50 000 steps), in float32 as theirs; the curves also every 50 steps, to place the
+#: crossing of the threshold.
 AUTHORS_SIZES = {
     "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64", "authors_draw": True,
-           "single_epsilon": 1e-4, "single_steps": 1000,
+           "record": "log+50", "single_epsilon": 1e-4, "single_steps": 1000,
            "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [300, 300, 300]},
     "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32", "authors_draw": True,
-             "single_epsilon": 1e-4, "single_steps": 50000,
+             "record": "log+50", "single_epsilon": 1e-4, "single_steps": 50000,
              "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [5000, 10000, 50000]},
 }
 
@@ -60,13 +61,15 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 def run_runs(N: int, n: int, d: int, lr: float, dtype: str, single_epsilon: float, single_steps: int,
              sweep_epsilons: list[float], sweep_steps: list[int], device: torch.device | str | None = None,
-             data_seed: int = 0, init_seed: int = 1, authors_draw: bool = False) -> list[dict]:
+             data_seed: int = 0, init_seed: int = 1, authors_draw: bool = False,
+             record: str = "log") -> list[dict]:
     """The single long run and the warm-started sweep, from the same initialisation; one record
     per stage (see the module docstring). With ``authors_draw`` the data and the initialisation
     are :func:`sxor.interp.training.authors_draw` with seed ``data_seed`` (``init_seed`` unused),
     as both of the authors' scripts draw them; otherwise the book's own draw
     (:func:`~sxor.interp.training.tikhonov_data` with ``data_seed``,
-    :func:`~sxor.interp.training.init_parameters` with ``init_seed``)."""
+    :func:`~sxor.interp.training.init_parameters` with ``init_seed``). ``record`` is passed to
+    :func:`~sxor.interp.training.train` (which steps the curves hold)."""
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
     if not isinstance(authors_draw, bool):
@@ -83,7 +86,7 @@ def run_runs(N: int, n: int, d: int, lr: float, dtype: str, single_epsilon: floa
             theta = _authors_draw(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)[1]
         else:
             theta = init_parameters(d, seed=init_seed, dtype=DTYPES[dtype], device=device)
-        for stage, out in enumerate(warm_start_sweep(data, theta, epsilons, steps, lr=lr)):
+        for stage, out in enumerate(warm_start_sweep(data, theta, epsilons, steps, lr=lr, record=record)):
             eps = out.pop("epsilon")
             records.append({"run": name, "stage": stage, "epsilon": eps, "steps": out.pop("steps"), **{
                 k: out[k] for k in ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")},

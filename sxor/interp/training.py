@@ -326,6 +326,19 @@ def log_spaced_steps(steps: int, per_decade: int = 40) -> list[int]:
     return sorted(s for s in out if 1 <= s <= steps)
 
 
+def _recorded_steps(record: object, steps: int) -> set[int]:
+    if isinstance(record, str) and record.startswith("log"):
+        extra = record[3:]
+        if extra == "":
+            return set(log_spaced_steps(steps))
+        if extra.startswith("+") and extra[1:].isdigit() and int(extra[1:]) >= 1:
+            every = int(extra[1:])
+            return set(log_spaced_steps(steps)) | set(range(every, steps + 1, every))
+    elif isinstance(record, numbers.Integral) and not isinstance(record, bool) and record >= 0:
+        return set(range(int(record), steps + 1, int(record))) | {1} if record else set()
+    raise ValueError(f"record must be 'log', 'log+K' (K an int >= 1) or an int >= 0, got {record!r}")
+
+
 def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, steps: int, *, lr: float = 1e-3,
           tau: float = 1.0, record: str | int = "log") -> dict:
     """Adam (``weight_decay = epsilon``, coupled), learning rate cosine-annealed from ``lr`` to 0
@@ -340,7 +353,8 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
       authors plot the smallest epoch loss);
     * ``grad_norm``: ``|grad J_eps|`` at the final parameters (a measure of stationarity);
     * ``curve``: ``[[step, J, J_eps, |theta|^2], ...]`` at :func:`log_spaced_steps` when
-      ``record == "log"``, every ``record`` steps for an int, nothing for ``0``.
+      ``record == "log"``, at those and every ``K`` steps for ``"log+K"``, every ``record`` steps
+      for an int, nothing for ``0``.
 
     ``epsilon >= 0`` and ``lr > 0`` finite reals, ``steps >= 1`` an int; ``theta`` of the data's
     dtype (see :func:`block`), every parameter requiring grad. Anything else raises
@@ -353,12 +367,7 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
     lr = _real("lr", lr, positive=True)
     tau = _real("tau", tau, positive=True)
     _check_theta(theta, data.X)
-    if record == "log":
-        wanted = set(log_spaced_steps(steps))
-    elif isinstance(record, numbers.Integral) and not isinstance(record, bool) and record >= 0:
-        wanted = set(range(int(record), steps + 1, int(record))) | {1} if record else set()
-    else:
-        raise ValueError(f"record must be 'log' or an int >= 0, got {record!r}")
+    wanted = _recorded_steps(record, steps)
     params = [theta[name] for name in PARAMETER_NAMES]
     if not all(p.requires_grad for p in params):
         raise ValueError("every parameter of theta must require grad (init_parameters and perturbed do this)")

@@ -326,3 +326,12 @@ def test_runs_on_the_authors_draw_start_from_it():
     own = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=5,
                    sweep_epsilons=[1e-3], sweep_steps=[5])
     assert own[0]["theta_star_sq_norm"] != records[0]["theta_star_sq_norm"]  # the book's own draw differs
+
+
+def test_record_log_plus_every_k_steps():
+    data = tikhonov_data(N=2, n=3, d=2, seed=0)
+    out = train(data, init_parameters(2, seed=0), 1e-3, 120, record="log+25")
+    steps = [int(c[0]) for c in out["curve"]]
+    assert steps == sorted(set(log_spaced_steps(120)) | {25, 50, 75, 100})
+    ref = train(data, init_parameters(2, seed=0), 1e-3, 120, record="log")  # same run, fewer points
+    assert ref["loss"] == out["loss"] and {tuple(c) for c in ref["curve"]} <= {tuple(c) for c in out["curve"]}
