@@ -335,3 +335,19 @@ def test_record_log_plus_every_k_steps():
     assert steps == sorted(set(log_spaced_steps(120)) | {25, 50, 75, 100})
     ref = train(data, init_parameters(2, seed=0), 1e-3, 120, record="log")  # same run, fewer points
     assert ref["loss"] == out["loss"] and {tuple(c) for c in ref["curve"]} <= {tuple(c) for c in out["curve"]}
+
+
+def test_threshold_crossing_and_plot_against_paper():
+    from sxor.experiments.regularised_training import PAPER_FIGURE_1, plot_against_paper, threshold_crossing
+
+    curve = [[1, 5.0], [2, 3.0], [4, 0.5], [8, 1.5], [16, 0.2], [32, 0.1]]
+    assert threshold_crossing(curve, 1.0) == {"first_below": (2, 4), "last_above": (8, 16)}
+    assert threshold_crossing(curve, 0.05) == {"first_below": None, "last_above": None}
+    assert threshold_crossing(curve, 10.0) == {"first_below": (None, 1), "last_above": None}
+    records = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=20,
+                       sweep_epsilons=[1e-1, 1e-2, 1e-3], sweep_steps=[5, 5, 5], authors_draw=True, record="log+5")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = plot_against_paper({"records": records})
+    assert len(fig.axes) == 2 and set(PAPER_FIGURE_1["fig1b_min_J"]) == {1e-1, 1e-2, 1e-3}
