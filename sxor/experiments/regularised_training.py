@@ -67,6 +67,7 @@ PAPER_FIGURE_1 = {
     "fig1a_threshold": 6.25e-3,  # the red "Tikhonov threshold", 1e-4 * 62.5
     "fig1a_first_below": (18681, 18778),  # first dips below the threshold between these epochs
     "fig1a_last_above": (18924, 18971),  # last vertex above it, and the next vertex (below for good)
+    "fig1a_epochs": 50000,
     "fig1a_end_J": 3.90e-4,  # epoch 50 000
     "fig1b_min_J": {1e-1: 3.26e-2, 1e-2: 1.32e-2, 1e-3: 4.96e-4},  # the blue markers
 }
@@ -203,7 +204,7 @@ def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
     ax.axhline(single["epsilon"] * star, color="r", ls="--", label=r"$\varepsilon\|\theta^*\|^2$")
     lo, hi = paper["fig1a_first_below"][0], paper["fig1a_last_above"][1]
     ax.axvspan(lo, hi, color="0.8", label="paper: crossing")
-    ax.loglog([single["steps"]], [paper["fig1a_end_J"]], "kx", ms=9, mew=2, label="paper: end")
+    ax.loglog([paper["fig1a_epochs"]], [paper["fig1a_end_J"]], "kx", ms=9, mew=2, label="paper: end")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(rf"one run, $\varepsilon={single['epsilon']:g}$ (Fig. 1a)")
