@@ -237,7 +237,7 @@ def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     return params, records
 
 
-@register("regularised-training-authors",
+@register("regularised-training-paper",
           "Tikhonov: the authors' Figure 1a run and Figure 1b sweep on their own draw of data and initialisation",
           plot=plot_against_paper)
 def run_authors(size: str, device: torch.device) -> tuple[dict, list[dict]]:
