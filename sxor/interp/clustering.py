@@ -84,7 +84,7 @@ def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar,
         Temperature, ``>= 0`` (0 is hardmax).
     steps
         Number of layer applications, an int with :math:`0 \le \mathrm{steps} \le 10^6`
-        (:data:`MAX_TRAJECTORY_STEPS`) and :math:`(\mathrm{steps} + 1)\, n d \le 10^8`
+        (``MAX_TRAJECTORY_STEPS``) and :math:`(\mathrm{steps} + 1)\, n d \le 10^8`
         (:data:`MAX_TRAJECTORY_ENTRIES`).
 
     Raises

@@ -161,7 +161,7 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
         :math:`d = 1` with some :math:`m_j > 1` (see :func:`~sxor.interp.dataset.check_dataset`) and
         any request the grid cannot hold (more distinct tokens than grid points, or fewer distinct
         subsets of the pool than ``N``); for a non-int ``seed``; and for more than
-        :data:`MAX_DATASET_ENTRIES` coordinates in all (:math:`d \sum_j (n_j + m_j)`), refused
+        ``MAX_DATASET_ENTRIES`` coordinates in all (:math:`d \sum_j (n_j + m_j)`), refused
         before anything is drawn.
     """
     N, d, denominator = _positive_int("N", N), _positive_int("d", d), _positive_int("denominator", denominator)

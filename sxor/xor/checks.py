@@ -261,9 +261,10 @@ def batch_shape(*shapes: torch.Size) -> torch.Size:
 
 # --- devices, memory, inputs -------------------------------------------------------------------
 
-#: Largest tensor (in bytes) a Part I function allocates before refusing: 16 GiB, more than any
-#: experiment of the book needs (the full-size sweeps stay below 2 GiB per tensor). Raise it on
-#: purpose (``sxor.xor.checks.MAX_BYTES = ...``) on a machine with more memory.
+#: The largest tensor, in bytes, that a Part I function allocates; larger ones are refused before
+#: allocation. 16 GiB is more than any experiment of the book needs (the full-size sweeps stay
+#: below 2 GiB per tensor). Raise it on purpose (``sxor.xor.checks.MAX_BYTES = ...``) on a machine
+#: with more memory.
 MAX_BYTES = 16 * 2**30
 
 
