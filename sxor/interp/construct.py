@@ -44,7 +44,7 @@ import numpy as np
 
 from .certificate import collapse_margins, interpolation_errors, softmax_certificate
 from .dataset import check_dataset, distinct_indices, random_dataset
-from .exact import Token, fmt, mean, zeros
+from .exact import Token, exact_scalar, fmt, mean, zeros
 from .hats import conditioned_direction, hat_move, injective_direction, line_projection, snap_move
 from .network import (
     ATTENTIONS,
@@ -63,7 +63,8 @@ __all__ = [
     "check_dataset", "random_dataset", "injective_direction", "hat_move", "snap_move", "construct",
     "interpolation_errors", "softmax_certificate", "block_bound", "parameter_bound",
     "separation_phase", "mean_collapse_phase", "leader_phase", "hardmax_interpolation_phase",
-    "softmax_interpolation_phase", "collapse_layer", "default_temperature", "Separation", "Leaders",
+    "softmax_interpolation_phase", "collapse_layer", "ellipse_parking_spots", "default_temperature", "Separation",
+    "Leaders",
 ]
 
 
@@ -211,6 +212,61 @@ def _parking_spot(i: int, count: int, radius: Fraction, d: int) -> Token:
     return tuple([-radius * 2 * t / (1 + t * t), -radius * (1 - t * t) / (1 + t * t)] + [Fraction(0)] * (d - 2))
 
 
+def ellipse_parking_spots(count: int, radius, d: int, a, b) -> list[Token]:
+    r"""``count`` rational points of one :math:`A`-ellipse in the negative quadrant, :math:`A = a I + b \mathbf{1}\mathbf{1}^\top`.
+
+    The points are :math:`q = (q_1, q_2, 0, \dots, 0)` with :math:`q_1, q_2 < 0` and
+    :math:`q^\top A q = (a + b) s^2`, :math:`s = \varrho\,(a + 2b)/(a + b)` (``radius`` is
+    :math:`\varrho`): the second intersection of the ellipse with the line through its point
+    :math:`P_0 = (0, -s)` of direction :math:`(-1, k_i)`,
+
+    .. math::
+        q(k) = P_0 + \lambda(k)\,(-1, k), \qquad
+        \lambda(k) = \frac{2 s\,(k (a + b) - b)}{a (1 + k^2) + b (k - 1)^2},
+
+    at :math:`k_i = (b + a\,i/(\mathrm{count} + 1))/(a + b)`, :math:`i = 1, \dots, \mathrm{count}`,
+    strictly between the tangent slope :math:`b/(a + b)` at :math:`P_0` and the slope :math:`1` of
+    the chord to :math:`(-s, 0)`. Rational, pairwise distinct, all of Euclidean norm
+    :math:`\ge \varrho` (as :math:`q^\top A q \le (a + 2b) \lVert q \rVert^2`). For
+    :math:`b = 0` they are the circle spots of :func:`~sxor.interp.construct.leader_phase`.
+
+    Parameters
+    ----------
+    count
+        Number of spots, an int :math:`\ge 1`.
+    radius
+        :math:`\varrho > 0`, exact.
+    d
+        Token dimension, an int :math:`\ge 2`.
+    a, b
+        Weights of :math:`A`, exact, :math:`a > 0`, :math:`b \ge 0`.
+
+    Raises
+    ------
+    ValueError
+        for ``count < 1``, ``d < 2``, ``radius <= 0``, :math:`a \le 0`, :math:`b < 0` and floats;
+        TypeError for a non-int ``count`` or ``d``.
+    """
+    for name, value, low in (("count", count, 1), ("d", d, 2)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
+        if value < low:
+            raise ValueError(f"{name} must be >= {low}, got {value}")
+    a, b = _low_rank_weights((a, b))
+    radius = exact_scalar("radius", radius)
+    if not radius > 0:
+        raise ValueError(f"radius must be > 0, got {radius}")
+    s = radius * (a + 2 * b) / (a + b)
+    spots = []
+    for i in range(1, count + 1):
+        k = (b + a * Fraction(i, count + 1)) / (a + b)
+        lam = 2 * s * (k * (a + b) - b) / (a * (1 + k * k) + b * (k - 1) ** 2)
+        q = (-lam, -s + lam * k)
+        assert q[0] < 0 and q[1] < 0  # k strictly between the tangent and the chord slopes
+        spots.append(tuple(list(q) + [Fraction(0)] * (d - 2)))
+    return spots
+
+
 @dataclass(frozen=True)
 class Leaders:
     r"""Result of :func:`~sxor.interp.construct.leader_phase`.
@@ -227,14 +283,17 @@ class Leaders:
     start: int
 
 
-def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: int = 1) -> Leaders:
+def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: int = 1, *,
+                 metric: tuple[Fraction, Fraction] | None = None) -> Leaders:
     r"""Phase 2: leader selection, one hat FF per target.
 
     The first FF also translates every token into :math:`[1, R]^d`; token 0 of :math:`X_j` goes to
     :math:`c_j \mathbf{1}` with :math:`c_j = \max(R, \max \lVert y \rVert_\infty) + j + 1`; tokens
     :math:`1, \dots, m_j - 1` go to parking spots on the circle
     :math:`\lVert q \rVert = 1 + \max(R, \max \lVert y \rVert_1)` in the negative quadrant of the
-    first two coordinates. :math:`\sum_j m_j` hat FFs.
+    first two coordinates (with ``metric=(a, b)``: on the ellipse of
+    :func:`~sxor.interp.construct.ellipse_parking_spots`, every spot of the same
+    :math:`A`-norm, :math:`A = a I + b \mathbf{1}\mathbf{1}^\top`). :math:`\sum_j m_j` hat FFs.
 
     Parameters
     ----------
@@ -246,6 +305,8 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
         Token dimension, at least 2.
     start
         First moment-curve parameter tried by :func:`~sxor.interp.hats.injective_direction`.
+    metric
+        ``None`` (the circle, for :math:`A = I`) or the weights ``(a, b)`` of the low-rank collapse.
     """
     lows = [min(s[:, c].min() for s in states) for c in range(d)]
     translation = tuple(1 - lo for lo in lows)
@@ -256,12 +317,14 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
     park_radius = 1 + max(box, y1)  # > |y|_1 >= |y|_2: parking spots differ from every target
     plan: list[tuple[Token, Token]] = []  # (post-translation value, destination)
     parked = 0
+    spots = (None if metric is None else
+             ellipse_parking_spots(num_parked, park_radius, d, metric[0], metric[1]) if num_parked else [])
     for j, (s, y) in enumerate(zip(states, Y)):
         plan.append((tuple(v + t for v, t in zip(s[0], translation)), tuple([max(box, ybig) + j + 1] * d)))
         for i in range(1, y.shape[0]):
             parked += 1
             plan.append((tuple(v + t for v, t in zip(s[i], translation)),
-                         _parking_spot(parked, num_parked, park_radius, d)))
+                         _parking_spot(parked, num_parked, park_radius, d) if spots is None else spots[parked - 1]))
     moves: list[FFLayer] = []
     values = _values(states)  # kept up to date move by move (a move replaces one value by another)
     # One direction for the whole phase. Every value set met during the phase is a subset of the
@@ -351,10 +414,22 @@ def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
     return projection, moves, radius
 
 
-COLLAPSES = ("identity", "rank-one")
+COLLAPSES = ("identity", "rank-one", "low-rank")
 
 
-def collapse_layer(d: int, kind: str = "identity") -> SALayer:
+def _low_rank_weights(low_rank) -> tuple[Fraction, Fraction]:
+    """``(a, b)`` as exact Fractions with ``a > 0`` and ``b >= 0``, or a ValueError naming ``low_rank``."""
+    if isinstance(low_rank, (str, bytes)) or not isinstance(low_rank, (tuple, list)) or len(low_rank) != 2:
+        raise ValueError(f"low_rank must be a pair (a, b) (A = a I + b 1 1^T), got {low_rank!r}")
+    a, b = (exact_scalar(f"low_rank[{i}]", v) for i, v in enumerate(low_rank))
+    if not a > 0:
+        raise ValueError(f"low_rank = (a, b) needs a > 0 (a = 0 is rank one: at most three values survive), got a = {a}")
+    if b < 0:
+        raise ValueError(f"low_rank = (a, b) needs b >= 0 (A entrywise nonnegative), got b = {b}")
+    return a, b
+
+
+def collapse_layer(d: int, kind: str = "identity", low_rank=(1, 1)) -> SALayer:
     r"""Phase 3's attention layer, :math:`\rho = 0`, :math:`V = I`.
 
     ``kind="identity"``: :math:`A = I` (Lemma 13.5). ``kind="rank-one"``:
@@ -362,30 +437,42 @@ def collapse_layer(d: int, kind: str = "identity") -> SALayer:
     :math:`\langle \mathbf{1}, x \rangle > 0` goes to the token of largest
     :math:`\langle \mathbf{1}, x \rangle`, the leader, and a token with
     :math:`\langle \mathbf{1}, x \rangle < 0` to the one of smallest, which keeps one parked token
-    per sequence, so it needs every :math:`m_j \le 2`).
+    per sequence, so it needs every :math:`m_j \le 2`). ``kind="low-rank"``:
+    :math:`A = a I + b \mathbf{1}\mathbf{1}^\top` with ``low_rank=(a, b)``, :math:`a > 0`,
+    :math:`b \ge 0` (the low-rank collapse lemma of chapter 13: any :math:`m_j`, with the parked
+    tokens on one :math:`A`-ellipse), stored as :math:`\alpha = a`, :math:`q = b \mathbf{1}`,
+    :math:`k = \mathbf{1}`.
 
     Parameters
     ----------
     d
         Token dimension.
     kind
-        ``"identity"`` or ``"rank-one"``.
+        ``"identity"``, ``"rank-one"`` or ``"low-rank"``.
+    low_rank
+        ``(a, b)`` for ``kind="low-rank"`` (ignored otherwise), exact.
 
     Raises
     ------
     ValueError
-        for another ``kind``.
+        for another ``kind``, and for ``low_rank`` that is not a pair of exact numbers with
+        :math:`a > 0`, :math:`b \ge 0`.
     """
     if kind == "identity":
         return SALayer(Fraction(0), Fraction(1), zeros(d), zeros(d), Fraction(1), "collapse onto leaders (A = I)")
     if kind == "rank-one":
         ones = np.array([Fraction(1)] * d, dtype=object)
         return SALayer(Fraction(0), Fraction(0), ones, ones.copy(), Fraction(1), "collapse onto leaders (A = 1 1^T)")
+    if kind == "low-rank":
+        a, b = _low_rank_weights(low_rank)
+        ones = np.array([Fraction(1)] * d, dtype=object)
+        return SALayer(Fraction(0), a, ones * b, ones.copy(), Fraction(1),
+                       f"collapse onto leaders (A = {a} I + {b} 1 1^T)")
     raise ValueError(f"collapse must be one of {COLLAPSES}, got {kind!r}")
 
 
 def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", tau=None, *,
-              collapse: str = "identity") -> InterpolatingTransformer:
+              collapse: str = "identity", low_rank=None) -> InterpolatingTransformer:
     r"""Build a transformer that interpolates ``inputs[j] -> targets[j]`` exactly (as sets).
 
     Parameters
@@ -407,12 +494,17 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
     collapse
         Phase 3's attention (:func:`~sxor.interp.construct.collapse_layer`): ``"identity"``
         (:math:`A = I`, any :math:`m_j`) or ``"rank-one"`` (:math:`A = \mathbf{1}\mathbf{1}^\top`,
-        every :math:`m_j \le 2`); same block count.
+        every :math:`m_j \le 2`) or ``"low-rank"`` (:math:`A = a I + b \mathbf{1}\mathbf{1}^\top`, any
+        :math:`m_j`, parked tokens on one :math:`A`-ellipse); same block count.
+    low_rank
+        ``(a, b)`` with :math:`a > 0`, :math:`b \ge 0` exact, for ``collapse="low-rank"`` only
+        (default ``(1, 1)``).
 
     Raises
     ------
     ValueError
         for an unknown ``attention`` or ``collapse``, ``"rank-one"`` with some :math:`m_j > 2`,
+        ``low_rank`` with another collapse or not a pair with :math:`a > 0`, :math:`b \ge 0`,
         ``tau != 0`` for hardmax, ``tau <= 0``, NaN, inf or a float ``tau`` for softmax, and every
         dataset :func:`~sxor.interp.dataset.check_dataset` refuses.
     """
@@ -424,6 +516,9 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
         tau = check_temperature(tau)
     if collapse not in COLLAPSES:
         raise ValueError(f"collapse must be one of {COLLAPSES}, got {collapse!r}")
+    if low_rank is not None and collapse != "low-rank":
+        raise ValueError(f"low_rank is the (a, b) of collapse='low-rank'; got it with collapse={collapse!r}")
+    metric = _low_rank_weights((1, 1) if low_rank is None else low_rank) if collapse == "low-rank" else None
     X_all, Y_all = check_dataset(inputs, targets)
     if collapse == "rank-one" and any(y.shape[0] > 2 for y in Y_all):
         raise ValueError("the rank-one collapse keeps at most one parked token per sequence: it needs every m_j <= 2")
@@ -442,8 +537,8 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
         info.update(route="mean", separation_moves=len(sep.moves), shift=False)
     else:
         sep = separation_phase([x.copy() for x in X], d, shift=True)
-        lead = leader_phase(sep.states, Y, d, sep.start)
-        collapse_sa = collapse_layer(d, collapse)
+        lead = leader_phase(sep.states, Y, d, sep.start, metric=metric)
+        collapse_sa = collapse_layer(d, collapse, metric)
         blocks = []
         if sep.shift is not None:
             ffs = list(sep.moves) or [identity_ff(d)]
@@ -459,7 +554,8 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
             blocks.append(Block(projection, identity_sa(d), "projection"))
             blocks += [Block(ff, identity_sa(d), "interpolation") for ff in moves]
             gap, spread = collapse_margins(lead.states, collapse_sa)
-        info.update(route="leaders", collapse=collapse, separation_moves=len(sep.moves), shift=sep.shift is not None,
+        info.update(route="leaders", collapse=collapse, **({"low_rank": metric} if metric else {}),
+                    separation_moves=len(sep.moves), shift=sep.shift is not None,
                     box=lead.box, park_radius=lead.park_radius)
     if attention == "hardmax":
         return InterpolatingTransformer(tuple(blocks), d, "hardmax", 0, info=info)

@@ -106,6 +106,34 @@ def identity_layer(d: int) -> dict[str, object]:
     return {"A": identity_matrix(d), "rho": Fraction(0), "V": identity_matrix(d)}
 
 
+def low_rank_layer(a: object, b: object, u: object) -> dict[str, object]:
+    r"""Parameters :math:`A = a I + b\,u u^\top`, :math:`\rho = 0`, :math:`V = I` (the paper's class), for ``self_attention(X, **p)``.
+
+    Parameters
+    ----------
+    a, b
+        Exact scalars (ints, Fractions).
+    u
+        A non-zero exact vector ``[d]``.
+
+    Raises
+    ------
+    ValueError
+        for floats, a ``u`` that is not a non-empty vector, and ``u = 0``.
+    """
+    u = as_exact(u, "u")
+    if u.ndim != 1 or u.shape[0] == 0:
+        raise ValueError(f"u must be a non-empty vector, got shape {u.shape}")
+    if all(x == 0 for x in u):
+        raise ValueError("u must be nonzero (A = a I + b u u^T)")
+    a, b = (as_exact(value, name) for name, value in (("a", a), ("b", b)))
+    if a.ndim != 0 or b.ndim != 0:
+        raise ValueError(f"a and b must be scalars, got shapes {a.shape} and {b.shape}")
+    d = u.shape[0]
+    return {"A": a.item() * identity_matrix(d) + b.item() * np.outer(u, u), "rho": Fraction(0),
+            "V": identity_matrix(d)}
+
+
 # --------------------------------------------------------------------------------------------
 # the lemmas' predictions (computed from the characterisations, not from the layer)
 # --------------------------------------------------------------------------------------------
@@ -270,6 +298,56 @@ def outermost_tokens(X: object) -> list[int]:
     X = _tokens(X)
     norms = [sum((x * x for x in row), Fraction(0)) for row in X]
     return [i for i, r in enumerate(norms) if r == max(norms)]
+
+
+def low_rank_threshold(Q: object, u: object) -> Fraction | None:
+    r"""The largest ratio :math:`b/a` for which :math:`A = a I + b\,u u^\top` keeps tokens of one sphere apart.
+
+    For pairwise distinct tokens :math:`q` of one Euclidean norm and :math:`a > 0`, :math:`b \ge 0`,
+    token :math:`q` scores itself above every other :math:`q'` iff
+    :math:`a(\lVert q \rVert^2 - \langle q, q' \rangle) > b\,\langle u, q \rangle \langle u, q' - q \rangle`.
+    The left side is positive, so every :math:`q` attends only to itself iff :math:`b/a < \beta^*`,
+
+    .. math::
+        \beta^* = \min\Big\{\frac{\lVert q \rVert^2 - \langle q, q' \rangle}
+        {\langle u, q \rangle \langle u, q' - q \rangle} :\ q \ne q',\
+        \langle u, q \rangle \langle u, q' - q \rangle > 0\Big\}
+
+    (``None`` when no pair has a positive denominator: every :math:`b/a \ge 0` works). Exact.
+
+    Parameters
+    ----------
+    Q
+        Tokens ``[n, d]``, exact, pairwise distinct, all of one norm.
+    u
+        Direction ``[d]``, exact, non-zero.
+
+    Raises
+    ------
+    ValueError
+        for floats, other shapes, ``u = 0``, repeated tokens and tokens of different norms.
+    """
+    Q = _tokens(Q)
+    u = _direction(Q, u)
+    if all(x == 0 for x in u):
+        raise ValueError("u must be nonzero")
+    rows = [tuple(r) for r in Q]
+    if len(set(rows)) != len(rows):
+        raise ValueError("the tokens of Q must be pairwise distinct")
+    norms = {dot(r, r) for r in rows}
+    if len(norms) != 1:
+        raise ValueError(f"the tokens of Q must all have one norm, got {len(norms)} different norms")
+    (r2,) = norms
+    best: Fraction | None = None
+    for q in rows:
+        for p in rows:
+            if p == q:
+                continue
+            den = dot(u, q) * (dot(u, p) - dot(u, q))
+            if den > 0:
+                ratio = (r2 - dot(q, p)) / den
+                best = ratio if best is None or ratio < best else best
+    return best
 
 
 # --------------------------------------------------------------------------------------------

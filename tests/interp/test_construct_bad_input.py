@@ -19,6 +19,7 @@ from sxor.interp import (
     softmax_attention_enclosure,
     softmax_certificate,
 )
+from sxor.interp.construct import collapse_layer, ellipse_parking_spots
 
 
 def frac(rows) -> np.ndarray:
@@ -45,6 +46,23 @@ CASES = [
     ("check_dataset", lambda: check_dataset([np.array([[1j, 0]], dtype=object)], [frac([[1, 1]])]), "complex"),
     ("check_dataset", lambda: check_dataset([np.array([[True, 0]], dtype=object)], [frac([[1, 1]])]), "bool"),
     ("check_dataset", lambda: check_dataset([frac([[0, 0]])], [frac([[0, 0]]), frac([[1, 1]])]), "1 input"),
+    ("construct", lambda: construct(X_OK, Y_OK, low_rank=(1, 1)), "with collapse='identity'"),
+    ("construct", lambda: construct(X_OK, Y_OK, collapse="low-rank", low_rank=(0, 1)), "a > 0"),
+    ("construct", lambda: construct(X_OK, Y_OK, collapse="low-rank", low_rank=(1, -1)), "b >= 0"),
+    ("construct", lambda: construct(X_OK, Y_OK, collapse="low-rank", low_rank=(0.5, 1)), "float"),
+    ("construct", lambda: construct(X_OK, Y_OK, collapse="low-rank", low_rank=1), "pair"),
+    ("construct", lambda: construct(X_OK, Y_OK, collapse="low-rank", low_rank=(1, 2, 3)), "pair"),
+    # collapse_layer and ellipse_parking_spots
+    ("collapse_layer", lambda: collapse_layer(2, "rank-two"), "collapse must be one of"),
+    ("collapse_layer", lambda: collapse_layer(2, "low-rank", (0, 1)), "a > 0"),
+    ("collapse_layer", lambda: collapse_layer(2, "low-rank", (1, Fraction(-1, 2))), "b >= 0"),
+    ("collapse_layer", lambda: collapse_layer(2, "low-rank", (1, float("nan"))), "float|finite"),
+    ("collapse_layer", lambda: collapse_layer(2, "low-rank", "ab"), "pair"),
+    ("ellipse_parking_spots", lambda: ellipse_parking_spots(0, 1, 2, 1, 1), "count must be >= 1"),
+    ("ellipse_parking_spots", lambda: ellipse_parking_spots(3, 1, 1, 1, 1), "d must be >= 2"),
+    ("ellipse_parking_spots", lambda: ellipse_parking_spots(3, 0, 2, 1, 1), "radius must be > 0"),
+    ("ellipse_parking_spots", lambda: ellipse_parking_spots(3, 1, 2, 0, 1), "a > 0"),
+    ("ellipse_parking_spots", lambda: ellipse_parking_spots(3, 1.5, 2, 1, 1), "float"),
     # random_dataset
     ("random_dataset", lambda: random_dataset(0, 2, 1, 2), "N must be >= 1"),
     ("random_dataset", lambda: random_dataset(2, 2, 1, 2, denominator=0), "denominator"),
