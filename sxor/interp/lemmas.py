@@ -13,6 +13,9 @@ the chapter "The collapse lemmas"; the exact characterisations below are this bo
 * **box** :math:`A = I`, tokens in :math:`[0, R]^d` containing the corner :math:`c = R \mathbf{1}`:
   :math:`C_i = \{l : x_{lk} = R \text{ for every } k \text{ with } x_{ik} > 0\}`.
 * **sphere** :math:`A = I`: a token of largest norm attends exactly to its own copies.
+* **the paper's class** :math:`A = a I + b\,u u^\top` (:func:`~sxor.interp.lemmas.low_rank_layer`):
+  tokens of one sphere keep to themselves iff :math:`b/a` is below
+  :func:`~sxor.interp.lemmas.low_rank_threshold` (chapter 13, the low-rank collapse).
 
 Every function works on exact object arrays of :class:`~fractions.Fraction` (see
 :mod:`sxor.interp.layers`); random instances are drawn with an explicit ``torch.Generator``.
