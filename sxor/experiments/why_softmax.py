@@ -201,7 +201,7 @@ def plot_floor(results: dict):
     return fig
 
 
-#: Cells and effort of the gap experiment: the erf floor proved on each instance against the best
+#: Cells and effort of the gap experiment, which sets the erf floor proved on each instance against the best
 #: loss found from more starts than the floor run's (same instances, ``random_instances(n, d, m, seed=0)``).
 GAP_SIZES = {
     "ci": {"cells": [(16, 6)], "instances": 2, "max_iter": 60, "random": 2, "depth_restarts": 32, "depth_steps": 100},

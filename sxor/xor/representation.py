@@ -22,6 +22,7 @@ training dynamics or because no pair of queries reaches a low loss. Two tools an
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import torch
 
@@ -352,7 +353,7 @@ def erf_floor_certified(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def erf_depth_floor(k: int, *, tol: "Fraction | None" = None) -> tuple["Fraction", "Fraction"]:
+def erf_depth_floor(k: int, *, tol: Fraction | None = None) -> tuple[Fraction, Fraction]:
     r"""Certified value of the chapter's depth-:math:`k` floor for erf attention, in exact rationals.
 
     If every query gives at least ``k`` non-target scores :math:`s_j \ge 0`, each head has
@@ -382,8 +383,6 @@ def erf_depth_floor(k: int, *, tol: "Fraction | None" = None) -> tuple["Fraction
     ValueError
         unless ``k`` is an integer ``>= 1`` and ``tol`` is positive.
     """
-    from fractions import Fraction
-
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     tol = Fraction(1, 10**4) if tol is None else Fraction(tol)
