@@ -142,7 +142,7 @@ def plot_variants(results: dict):
 FLOOR_SIZES = {
     "ci": {"cells": [(16, 16), (64, 24)], "instances": 1, "kinds": ["linear", "erf"], "max_iter": 100,
            "starts": ["antisymmetric", "least squares"]},
-    "full": {"cells": [(16, 16), (16, 6), (64, 24), (64, 64), (128, 24)], "instances": 6, "kinds": KINDS, "max_iter": 200,
+    "full": {"cells": [(16, 16), (16, 6), (64, 24), (64, 64), (128, 24), (128, 128)], "instances": 6, "kinds": KINDS, "max_iter": 200,
              "starts": ["antisymmetric", "random", "aimed c=1", "aimed c=4", "aimed c=16", "least squares"]},
 }
 
@@ -199,3 +199,57 @@ def plot_floor(results: dict):
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)  # below the axes
     fig.tight_layout()
     return fig
+
+
+#: Cells and effort of the gap experiment, which sets the erf floor proved on each instance against the best
+#: loss found from more starts than the floor run's (same instances, ``random_instances(n, d, m, seed=0)``).
+GAP_SIZES = {
+    "ci": {"cells": [(16, 6)], "instances": 2, "max_iter": 60, "random": 2, "depth_restarts": 32, "depth_steps": 100},
+    "full": {"cells": [(16, 6), (64, 24), (128, 24)], "instances": 6, "max_iter": 200, "random": 6,
+             "depth_restarts": 256, "depth_steps": 300},
+}
+
+
+def gap_starts(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, n_random: int,
+               generator: torch.Generator, max_iter: int) -> dict[str, torch.Tensor]:
+    """Starts for the erf search beyond those of :func:`sxor.xor.representation.starts`: the
+    antisymmetric pair scaled by 4 and 16, the softmax optimum's queries (L-BFGS from the aimed
+    start ``c = 4``) scaled by 1/4, 1/2 and 1, and ``n_random`` random pairs of norm 4."""
+    from ..xor.representation import minimise_loss, starts
+
+    out = {f"antisymmetric x{c}": torch.stack([c * theta0, -c * theta0]) for c in (4, 16)}
+    aimed = starts(V, theta0, support, generator=generator)[3]  # aimed c=4
+    _, soft = minimise_loss(V, support, aimed, "softmax", max_iter=max_iter)
+    for c in (0.25, 0.5, 1.0):
+        out[f"softmax optimum x{c:g}"] = c * soft
+    for r in range(n_random):
+        z = torch.randn(2, V.shape[-1], generator=generator, dtype=V.dtype)
+        out[f"random norm 4 #{r}"] = 4 * z / z.norm(dim=-1, keepdim=True)
+    return out
+
+
+@register("why-softmax-gap", "erf attention: floors proved per instance (hull, depth 2) against the best loss from more starts",
+          plot=None)
+def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    from ..xor.representation import (depth_two_certified, depth_upper_bound, erf_floor_certified,
+                                      minimise_loss)
+
+    cfg = size_config(size, GAP_SIZES)
+    records = []
+    for d, m in cfg["cells"]:
+        inst = random_instances(cfg["instances"], d, m, seed=0)  # float64, CPU: the floor run's instances
+        hull = erf_floor_certified(inst.V, inst.support)
+        gen = torch.Generator().manual_seed(d * 1000 + m + 7)
+        for s in range(cfg["instances"]):
+            keep = torch.ones(d, dtype=torch.bool)
+            keep[inst.support[s]] = False
+            others = inst.V[s][keep]
+            depth2 = depth_two_certified(others) if int(hull[s]) == 1 else int(hull[s])
+            depth_hat, _ = depth_upper_bound(others, restarts=cfg["depth_restarts"], steps=cfg["depth_steps"], generator=gen)
+            losses = {}
+            for name, start in gap_starts(inst.V[s], inst.theta0[s], inst.support[s], cfg["random"], gen, cfg["max_iter"]).items():
+                losses[name] = float(minimise_loss(inst.V[s], inst.support[s], start, "erf", max_iter=cfg["max_iter"])[0])
+            records.append({"d": d, "m": m, "instance": s, "hull": int(hull[s]), "depth_two": depth2,
+                            "depth_upper": depth_hat, "loss_by_start": losses, "best_loss": min(losses.values())})
+    return {"cells": [list(c) for c in cfg["cells"]], "instances": cfg["instances"], "max_iter": cfg["max_iter"],
+            "random": cfg["random"]}, records

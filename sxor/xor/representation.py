@@ -22,6 +22,7 @@ training dynamics or because no pair of queries reaches a low loss. Two tools an
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import torch
 
@@ -350,3 +351,139 @@ def erf_floor_certified(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
         keep[support[s].cpu()] = False
         out[s] = origin_in_hull(V[s].cpu()[keep])
     return out
+
+
+def erf_depth_floor(k: int, *, tol: Fraction | None = None) -> tuple[Fraction, Fraction]:
+    r"""Certified value of the chapter's depth-:math:`k` floor for erf attention, in exact rationals.
+
+    If every query gives at least ``k`` non-target scores :math:`s_j \ge 0`, each head has
+    :math:`g_{i^*} \le c`, :math:`g_{i^*} + g_{j^*} \le u` with :math:`c = 2/(2+k)`,
+    :math:`u = 4/(4+k)`, and the loss is at least
+    :math:`F_k(p, q) = \frac12\big[(1-p-q)^2 + \frac k2 (p^2+q^2)\big]` with
+    :math:`p = g_{i^*}\tilde g_{j^*}`, :math:`q = g_{j^*}\tilde g_{i^*}`; its minimum lies where
+    :math:`g_{i^*} + g_{j^*} = \tilde g_{i^*} + \tilde g_{j^*} = u`. With :math:`x = g_{i^*}`,
+    :math:`y = \tilde g_{j^*}` in :math:`[u - c, c]` this is a function of two variables, and a
+    branch and bound over squares in exact rational arithmetic bounds it below: on a square,
+    :math:`p` and :math:`q` lie in exact intervals (both are monotone in :math:`x` and
+    :math:`y`), and :math:`F_k \ge \frac12[(1-p_{\max}-q_{\max})^2 + \frac k2(p_{\min}^2+q_{\min}^2)]`.
+
+    Returns ``(lower, attained)``: ``lower`` is a proved lower bound on :math:`\min F_k`, and
+    ``attained`` the value of :math:`F_k` at a feasible point, so :math:`\min F_k` lies in
+    ``[lower, attained]`` and ``attained - lower < tol``.
+
+    Parameters
+    ----------
+    k
+        The number of non-negative non-target scores every query is assumed to have, ``k >= 1``.
+    tol
+        Largest gap ``attained - lower`` accepted; default :math:`10^{-4}`.
+
+    Raises
+    ------
+    ValueError
+        unless ``k`` is an integer ``>= 1`` and ``tol`` is positive.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    tol = Fraction(1, 10**4) if tol is None else Fraction(tol)
+    if tol <= 0:
+        raise ValueError(f"tol must be positive, got {tol}")
+    c, u = Fraction(2, 2 + k), Fraction(4, 4 + k)
+
+    def value(x: Fraction, y: Fraction) -> Fraction:
+        p, q = x * y, (u - x) * (u - y)
+        return ((1 - p - q) ** 2 + k * (p * p + q * q) / 2) / 2
+
+    lo = u - c
+    attained = min(value(x, y) for x in (lo, c, u / 2) for y in (lo, c, u / 2))
+    lower = None
+    stack = [(lo, c, lo, c)]
+    while stack:
+        x0, x1, y0, y1 = stack.pop()
+        xm, ym = (x0 + x1) / 2, (y0 + y1) / 2
+        attained = min(attained, value(xm, ym))
+        p_hi, q_hi, p_lo, q_lo = x1 * y1, (u - x0) * (u - y0), x0 * y0, (u - x1) * (u - y1)
+        bound = ((1 - p_hi - q_hi) ** 2 + k * (p_lo * p_lo + q_lo * q_lo) / 2) / 2
+        if 1 - p_hi - q_hi < 0:  # cannot happen on this domain (p + q <= 104/225); kept as a guard
+            bound = Fraction(0)
+        if bound >= attained - tol:
+            lower = bound if lower is None else min(lower, bound)
+            continue
+        stack += [(x0, xm, y0, ym), (xm, x1, y0, ym), (x0, xm, ym, y1), (xm, x1, ym, y1)]
+    assert lower is not None
+    return lower, attained
+
+
+def depth_two_certified(points: torch.Tensor) -> int:
+    r"""Certify whether every closed half-space :math:`\{x: \langle x, \theta\rangle \ge 0\}` contains at least two of ``points [N, m]``.
+
+    That holds if and only if 0 stays in the convex hull when any one point is removed (the
+    origin has Tukey depth at least 2). The certificate of
+    :func:`~sxor.xor.representation.origin_in_hull` for all points uses a corral of :math:`m+1`
+    points; removing a point outside it leaves that certificate valid, so only the removals of
+    corral points are checked, each with :func:`~sxor.xor.representation.origin_in_hull`.
+
+    Returns ``+1`` certified, ``-1`` certified to fail (0 not in the hull, or some removal leaves
+    it outside), ``0`` undecided.
+
+    Parameters
+    ----------
+    points
+        The points ``[N, m]``.
+    """
+    P = points.detach().to("cpu", torch.float64)
+    if P.dim() != 2 or P.shape[0] < 1:
+        raise ValueError(f"points must have shape [N, m] with N >= 1, got {tuple(P.shape)}")
+    full = origin_in_hull(P)
+    if full != 1:
+        return full
+    _, S, _ = min_norm_point(P)
+    worst = 1
+    for r in S:
+        keep = torch.ones(P.shape[0], dtype=torch.bool)
+        keep[r] = False
+        worst = min(worst, origin_in_hull(P[keep]))
+        if worst == -1:
+            return -1
+    return worst
+
+
+def depth_upper_bound(points: torch.Tensor, *, restarts: int = 256, steps: int = 300,
+                      generator: torch.Generator | None = None) -> tuple[int, torch.Tensor]:
+    r"""An upper bound on the Tukey depth of 0 in ``points [N, m]``: a query with few non-negative scores.
+
+    Minimises the smooth count :math:`\sum_j \sigma(\beta \langle p_j, \theta\rangle / \lVert\theta\rVert)`
+    with Adam from ``restarts`` random directions (:math:`\beta` rising from 5 to 50) and returns
+    ``(count, theta)``: ``theta [m]`` has exactly ``count`` scores :math:`\ge 0`, and every other
+    score is below :math:`-10^{-9}\lVert\theta\rVert`, so rounding cannot change the count. A
+    search: the depth is at most ``count``, and may be smaller.
+
+    Parameters
+    ----------
+    points
+        The points ``[N, m]``.
+    restarts
+        Number of random starting directions.
+    steps
+        Adam steps per start.
+    generator
+        Random generator for the starts.
+    """
+    P = points.detach().to("cpu", torch.float64)
+    if P.dim() != 2 or P.shape[0] < 1:
+        raise ValueError(f"points must have shape [N, m] with N >= 1, got {tuple(P.shape)}")
+    if restarts < 1 or steps < 0:
+        raise ValueError(f"restarts must be >= 1 and steps >= 0, got {restarts}, {steps}")
+    th = torch.randn(restarts, P.shape[1], generator=generator, dtype=torch.float64).requires_grad_(True)
+    opt = torch.optim.Adam([th], lr=0.05)
+    for it in range(steps):
+        beta = 5 + 45 * it / max(steps, 1)
+        smooth = torch.sigmoid(beta * (th @ P.T) / th.norm(dim=-1, keepdim=True)).sum()
+        opt.zero_grad()
+        smooth.backward()
+        opt.step()
+    with torch.no_grad():
+        s = (th @ P.T) / th.norm(dim=-1, keepdim=True)
+        count = (s >= -1e-9).sum(-1)  # scores in [-1e-9, 0) are counted as non-negative: an upper bound
+    i = int(count.argmin())
+    return int(count[i]), th[i].detach().clone()

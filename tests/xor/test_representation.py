@@ -113,3 +113,65 @@ def test_floor_plot_draws_every_kind_and_cell():
     assert ax.get_yscale() == "log" and len(ax.get_xticklabels()) == 2
     assert len(ax.get_lines()) == 4 + 2  # one set of dots per (kind, cell), plus the two reference lines
     matplotlib.pyplot.close(fig)
+
+
+def test_depth_floor_is_certified_between_the_old_floor_and_its_attained_value():
+    from fractions import Fraction
+
+    from sxor.xor.representation import erf_depth_floor
+
+    lower1, attained1 = erf_depth_floor(1)
+    assert attained1 == Fraction(19649, 101250)  # the vertex g = (2/3, 2/15), h = (2/15, 2/3)
+    assert ERF_LOSS_FLOOR < lower1 <= attained1 < lower1 + Fraction(1, 10**4)
+    floors = [erf_depth_floor(k)[0] for k in (1, 2, 3, 10)]
+    assert floors == sorted(floors) and floors[-1] < Fraction(1, 2)
+    # the relaxation's objective at random points of its feasible set is never below the bound
+    gen = torch.Generator().manual_seed(0)
+    c, u = 2 / 3, 4 / 5
+    g = torch.rand(20000, 2, 2, generator=gen, dtype=torch.float64) * c
+    g = g * torch.clamp(u / g.sum(-1, keepdim=True), max=1.0)  # g_a, g_b <= 2/3, g_a + g_b <= 4/5
+    p, q = g[:, 0, 0] * g[:, 1, 1], g[:, 0, 1] * g[:, 1, 0]
+    F = ((1 - p - q) ** 2 + (p * p + q * q) / 2) / 2
+    assert float(F.min()) >= float(lower1)
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError):
+            erf_depth_floor(bad)
+
+
+def test_depth_floor_holds_for_erf_attention_on_a_certified_instance():
+    from sxor.xor.representation import depth_two_certified, erf_depth_floor, erf_floor_certified
+
+    inst = random_instances(2, 16, 6, seed=0)  # instance 0: hull certified, depth two not
+    assert int(erf_floor_certified(inst.V, inst.support)[0]) == 1
+    keep = torch.ones(16, dtype=torch.bool)
+    keep[inst.support[0]] = False
+    assert depth_two_certified(inst.V[0][keep]) == -1
+    lower = float(erf_depth_floor(1)[0])
+    gen = torch.Generator().manual_seed(1)
+    for scale in (0.5, 4.0, 64.0):
+        q = scale * torch.randn(500, 2, 6, generator=gen, dtype=torch.float64)
+        V = inst.V[0].expand(500, 16, 6)
+        loss = sxor.population_loss(V, q[:, 0], q[:, 1], inst.support[0].expand(500, 2), "erf")
+        assert float(loss.min()) >= lower
+
+
+def test_depth_two_and_its_upper_bound_on_known_point_sets():
+    from sxor.xor.representation import depth_two_certified, depth_upper_bound
+
+    cross = torch.cat([torch.eye(3), -torch.eye(3)]).double()  # every closed half-space holds >= 3
+    assert depth_two_certified(cross) in (0, 1)  # degenerate (0 is on segments): may stay undecided
+    spread = torch.randn(40, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    assert depth_two_certified(spread) == 1
+    assert depth_upper_bound(spread, restarts=64, steps=200, generator=torch.Generator().manual_seed(0))[0] >= 2
+    count, theta = depth_upper_bound(cross, restarts=16, steps=100, generator=torch.Generator().manual_seed(0))
+    assert count == 3 and int(((cross @ theta) >= 0).sum()) == 3
+    simplex = torch.tensor([[1.0, 0.0], [-0.5, 3**0.5 / 2], [-0.5, -(3**0.5) / 2]], dtype=torch.float64)
+    assert depth_two_certified(simplex) == -1  # depth exactly 1: removing a vertex leaves 0 outside
+    assert depth_upper_bound(simplex, restarts=16, steps=100, generator=torch.Generator().manual_seed(0))[0] == 1
+    half = torch.tensor([[1.0, 0.2], [0.5, -0.3], [2.0, 1.0]], dtype=torch.float64)
+    assert depth_two_certified(half) == -1
+    assert depth_upper_bound(half, restarts=8, steps=50, generator=torch.Generator().manual_seed(0))[0] == 0
+    with pytest.raises(ValueError):
+        depth_two_certified(torch.zeros(3))
+    with pytest.raises(ValueError):
+        depth_upper_bound(cross, restarts=0)
