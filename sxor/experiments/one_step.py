@@ -401,20 +401,39 @@ def run_same_target(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     seeds from :func:`same_target_seed`, each instance drawn with ``m_max = m``), classified in the
     ``eta -> infinity`` limit; one record per block of ``SAME_TARGET_BLOCK`` instances, with the
     counts of every failure mode and the prediction :func:`sxor.xor.analysis.predicted_same_target`.
-    The ``ci`` size is the first block of the full size at ``d = 1024``."""
+    The ``ci`` size is the first block of the full size at ``d = 1024``. ``SXOR_SAME_TARGET_LOG``
+    (optional) names a JSON-lines file to which each finished record is appended and from which a
+    logged record is taken instead of recomputed (so a stopped run resumes); ``SXOR_SAME_TARGET_MAX_D``
+    (optional) leaves out larger ``d``."""
     cfg = size_config(size, SAME_TARGET_SIZES)
+    log = os.environ.get("SXOR_SAME_TARGET_LOG")
+    max_d = int(os.environ.get("SXOR_SAME_TARGET_MAX_D", 0)) or None
+    logged = {}
+    if log and os.path.exists(log):
+        with open(log) as f:
+            logged = {(e["d"], e["block"]): e for e in map(json.loads, filter(str.strip, f))}
     records, cpu = [], {}
-    for d in cfg["d"]:
-        started = time.process_time()
+    for d in (d for d in cfg["d"] if max_d is None or d <= max_d):
+        seconds = 0.0
         for block in range(cfg["blocks"]):
-            start = same_target_seed(d) + block * SAME_TARGET_BLOCK
-            out = sweep_m(limit_measure, SAME_TARGET_BLOCK, d, [SAME_TARGET_M], seed=start, device=device,
-                          desc=f"same target d={d} block {block}")[SAME_TARGET_M]
-            counts = _mode_counts(out["limit_mode"])
-            records.append({"d": d, "m": SAME_TARGET_M, "block": block, "first_seed": start,
-                            "draws": SAME_TARGET_BLOCK, **{f"limit_{k}": v for k, v in counts.items()},
-                            "predicted_same_target": float(analysis.predicted_same_target(d))})
-        cpu[str(d)] = round(time.process_time() - started, 1)
+            if (d, block) in logged:
+                record = logged[(d, block)]
+            else:
+                started = time.process_time()
+                start = same_target_seed(d) + block * SAME_TARGET_BLOCK
+                out = sweep_m(limit_measure, SAME_TARGET_BLOCK, d, [SAME_TARGET_M], seed=start, device=device,
+                              desc=f"same target d={d} block {block}")[SAME_TARGET_M]
+                counts = _mode_counts(out["limit_mode"])
+                record = {"d": d, "m": SAME_TARGET_M, "block": block, "first_seed": start,
+                          "draws": SAME_TARGET_BLOCK, **{f"limit_{k}": v for k, v in counts.items()},
+                          "predicted_same_target": float(analysis.predicted_same_target(d)),
+                          "cpu_seconds": round(time.process_time() - started, 1)}
+                if log:
+                    with open(log, "a") as f:
+                        f.write(json.dumps(record) + "\n")
+            seconds += record.pop("cpu_seconds", 0.0)
+            records.append(record)
+        cpu[str(d)] = round(seconds, 1)
     params = {"m": SAME_TARGET_M, "block": SAME_TARGET_BLOCK, "blocks": cfg["blocks"],
               "seeds": "10^6 log2(d) + k, k = 0 .. blocks * block - 1", "cpu_seconds_by_d": cpu}
     return params, records
