@@ -244,8 +244,8 @@ def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     return params, records
 
 
-#: Cells of the per-instance record of the grid: the ``ci`` size is two whole ``d`` of the full
-#: grid with all their seeds, so its records equal the full run's exactly.
+#: The ``d`` of the ``ci`` size of ``one-step-grid-instances``, each with all its seeds and cells,
+#: so that the ``ci`` records equal the full run's exactly.
 INSTANCE_CI_D = (64, 256)
 
 
