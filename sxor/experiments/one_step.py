@@ -176,27 +176,17 @@ def _logged_blocks(log: str | None) -> dict[tuple, dict]:
     return {(e["d"], e["start"], e["stop"], tuple(e["ms"])): e for e in entries}
 
 
-@register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
-def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
-    """Every ``d`` of the size's grid: its instances are drawn once with ``GRID_M_MAX[d]`` columns
-    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`), in blocks of seeds
-    (``GRID_BLOCK``; one block below ``2^16``).
-
-    Environment (all optional): ``SXOR_WORKERS`` runs that many blocks at once in worker
-    processes (in order of ``d``); ``SXOR_GRID_LOG`` names a JSON-lines file to which each finished
-    block is appended, and from which a finished block is taken instead of recomputed (so a
-    stopped run resumes); ``SXOR_GRID_MAX_D`` leaves out larger ``d``. ``params`` records the wall
-    and CPU seconds each ``d``'s blocks took, wherever they were computed.
-    """
-    cfg = size_config(size, GRID_SIZES)
+def _grid_blocks(cells: dict[int, list[int]], seeds: dict[int, int], device: torch.device) -> dict[int, list[dict]]:
+    """Run :func:`grid_block` over every ``d`` of ``cells`` in the seed blocks of ``GRID_BLOCK``
+    (one block below ``2^16``) and return ``{d: blocks in seed order}``; the environment variables
+    ``SXOR_WORKERS`` and ``SXOR_GRID_LOG`` act as :func:`run_grid` describes (a log holds blocks
+    with the same ``(d, start, stop, ms)`` whichever experiment wrote them)."""
     log = os.environ.get("SXOR_GRID_LOG")
-    max_d = int(os.environ.get("SXOR_GRID_MAX_D", 0)) or None
     workers = int(os.environ.get("SXOR_WORKERS", 1))
-    cells = {d: list(ms) for d, ms in cfg["cells"].items() if max_d is None or d <= max_d}
     tasks = []
     for d in sorted(cells):
-        seeds, block = cfg["seeds"][d], GRID_BLOCK.get(d, cfg["seeds"][d])
-        tasks += [(d, a, min(a + block, seeds), tuple(cells[d])) for a in range(0, seeds, block)]
+        block = GRID_BLOCK.get(d, seeds[d])
+        tasks += [(d, a, min(a + block, seeds[d]), tuple(cells[d])) for a in range(0, seeds[d], block)]
     done = _logged_blocks(log)
     todo = [t for t in tasks if t not in done]
 
@@ -217,9 +207,32 @@ def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     else:
         for d, a, b, ms in todo:
             finish(grid_block(d, list(ms), a, b, str(device)))
+    return {d: [done[t] for t in tasks if t[0] == d] for d in sorted(cells)}
+
+
+def _grid_cells(size: str) -> tuple[dict, dict[int, list[int]]]:
+    """The size's grid configuration and its cells, without ``d > SXOR_GRID_MAX_D`` (if set)."""
+    cfg = size_config(size, GRID_SIZES)
+    max_d = int(os.environ.get("SXOR_GRID_MAX_D", 0)) or None
+    return cfg, {d: list(ms) for d, ms in cfg["cells"].items() if max_d is None or d <= max_d}
+
+
+@register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
+def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """Every ``d`` of the size's grid: its instances are drawn once with ``GRID_M_MAX[d]`` columns
+    and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`), in blocks of seeds
+    (``GRID_BLOCK``; one block below ``2^16``).
+
+    Environment (all optional): ``SXOR_WORKERS`` runs that many blocks at once in worker
+    processes (in order of ``d``); ``SXOR_GRID_LOG`` names a JSON-lines file to which each finished
+    block is appended, and from which a finished block is taken instead of recomputed (so a
+    stopped run resumes); ``SXOR_GRID_MAX_D`` leaves out larger ``d``. ``params`` records the wall
+    and CPU seconds each ``d``'s blocks took, wherever they were computed.
+    """
+    cfg, cells = _grid_cells(size)
+    blocks_by_d = _grid_blocks(cells, cfg["seeds"], device)
     records, seconds, cpu = [], {}, {}
-    for d in sorted(cells):
-        blocks = [done[t] for t in tasks if t[0] == d]
+    for d, blocks in blocks_by_d.items():
         records += _grid_records(d, cells[d], blocks)
         seconds[str(d)] = round(sum(b["seconds"] for b in blocks), 1)
         cpu[str(d)] = round(sum(b["cpu_seconds"] for b in blocks), 1)
@@ -229,6 +242,227 @@ def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     if os.environ.get("SXOR_GRID_STARTED"):
         params["started"] = os.environ["SXOR_GRID_STARTED"]
     return params, records
+
+
+#: The ``d`` of the ``ci`` size of ``one-step-grid-instances``, each with all its seeds and cells,
+#: so that the ``ci`` records equal the full run's exactly.
+INSTANCE_CI_D = (64, 256)
+
+
+@register("one-step-grid-instances", "per-instance failure modes on the cells of one-step-grid (same instances)",
+          compare_keys=("d", "m"))
+def run_grid_instances(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """The instances and cells of ``one-step-grid`` (:func:`run_grid`: the same blocks, seeds and
+    ``m_max``), with each instance's outcome kept: one record per cell ``(d, m)`` whose strings
+    ``mode`` and ``limit_mode`` hold one digit per instance, in seed order, the code of
+    ``FAILURE_MODES`` at the grid's step and in the argmax limit. Their digit counts are the
+    grid's counts (``tests/test_one_step_instances.py`` checks this against the committed grid), and
+    they are what :func:`bootstrap_instances` resamples. The ``ci`` size is the full size at
+    ``d`` in ``INSTANCE_CI_D``. Environment variables as for :func:`run_grid`.
+    """
+    cfg, cells = _grid_cells("full")
+    if size == "ci":
+        cells = {d: cells[d] for d in INSTANCE_CI_D}
+    else:
+        size_config(size, GRID_SIZES)
+    blocks_by_d = _grid_blocks(cells, cfg["seeds"], device)
+    records, cpu = [], {}
+    for d, blocks in blocks_by_d.items():
+        for m in cells[d]:
+            codes = {k: "".join(str(int(c)) for b in blocks for c in b["out"][str(m)][k]) for k in ("mode", "limit_mode")}
+            records.append({"d": d, "m": m, "seeds": len(codes["mode"]), **codes})
+        cpu[str(d)] = round(sum(b["cpu_seconds"] for b in blocks), 1)
+    params = {"c": GRID_C, "eta": "c d^2 ln d", "codes": list(FAILURE_MODES),
+              "seeds": {str(d): cfg["seeds"][d] for d in cells}, "m_max": {str(d): GRID_M_MAX[d] for d in cells},
+              "nested_in_m": True, "cpu_seconds_by_d": cpu}
+    return params, records
+
+
+def instance_outcomes(results: dict, key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``{d: (ms, ok [seeds, len(ms)])}`` from ``one-step-grid-instances`` results: ``ok[k, j]`` is
+    whether instance ``k`` counts at ``ms[j]``. ``key`` is ``"success"`` (step mode 0),
+    ``"limit_success"`` (limit mode 0) or ``"no_limit_off_target"`` (limit mode not off-target,
+    the curve of ``m_off``).
+
+    Raises
+    ------
+    ValueError
+        For another ``key``, or cells of one ``d`` with different numbers of instances.
+    """
+    field, test = {"success": ("mode", lambda c: c == 0), "limit_success": ("limit_mode", lambda c: c == 0),
+                   "no_limit_off_target": ("limit_mode", lambda c: c != 1)}.get(key, (None, None))
+    if field is None:
+        raise ValueError(f"key must be 'success', 'limit_success' or 'no_limit_off_target', got {key!r}")
+    out = {}
+    for d in sorted({r["d"] for r in results["records"]}):
+        rows = sorted((r for r in results["records"] if r["d"] == d), key=lambda r: r["m"])
+        if len({len(r[field]) for r in rows}) != 1:
+            raise ValueError(f"the cells of d = {d} hold different numbers of instances")
+        codes = np.array([np.frombuffer(r[field].encode(), dtype=np.uint8) - ord("0") for r in rows]).T
+        out[d] = (np.array([r["m"] for r in rows]), test(codes))
+    return out
+
+
+def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], target: float = 0.95, *,
+                        resamples: int = 1000, level: float = 0.95, seed: int = 0) -> "analysis.SlopeBootstrap":
+    """Percentile bootstrap over *instances* of the smallest ``m`` with rate ``>= target``
+    (:func:`sxor.xor.analysis.smallest_m`) at each ``d``, and of the slope of its least-squares line
+    in ``ln d``.
+
+    ``outcomes[d] = (ms, ok [S_d, len(ms)])`` (:func:`instance_outcomes`). Each resample draws
+    instances with replacement and recomputes every ``d``'s whole curve from the drawn instances,
+    so the sharing of one instance across the ``m`` of a nested grid is kept. The grid's instance
+    ``k`` has seed ``k`` at every ``d``, so seeds are drawn jointly across ``d``: the seed range is
+    cut at every distinct ``S_d`` into strata, each stratum is resampled once per resample, and
+    each ``d`` uses the draws of the strata below its ``S_d``. A resample whose curve never reaches
+    ``target`` at some ``d`` is kept with that ``d``'s value set to the largest grid ``m``
+    (censored) and counted in ``censored``; only ``d`` with a finite point estimate enter.
+
+    Returns
+    -------
+    sxor.xor.analysis.SlopeBootstrap
+
+    Raises
+    ------
+    ValueError
+        For ``resamples < 2``, a ``level`` outside ``(0, 1)``, or fewer than two ``d`` with a
+        finite point estimate.
+    """
+    if resamples < 2:
+        raise ValueError(f"resamples must be >= 2, got {resamples}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    ds, points = [], []
+    for d in sorted(outcomes):
+        ms, ok = outcomes[d]
+        value = analysis.smallest_m(ms, ok.mean(0), target)
+        if np.isfinite(value):
+            ds.append(d)
+            points.append(value)
+    if len(ds) < 2:
+        raise ValueError("need at least two d with a finite smallest m")
+    sizes = sorted({outcomes[d][1].shape[0] for d in ds})
+    edges = [0, *sizes]
+    rng = np.random.default_rng(seed)
+    samples = np.empty((resamples, len(ds)))
+    censored = 0
+    for r in range(resamples):
+        idx = np.concatenate([rng.integers(a, b, size=b - a) for a, b in zip(edges[:-1], edges[1:])])
+        weights = np.bincount(idx, minlength=sizes[-1]).astype(float)
+        for j, d in enumerate(ds):
+            ms, ok = outcomes[d]
+            n = ok.shape[0]
+            value = analysis.smallest_m(ms, weights[:n] @ ok / n, target)
+            if not np.isfinite(value):
+                value, censored = ms[-1], censored + 1
+            samples[r, j] = value
+    x = np.log(np.array(ds, dtype=float))
+    fit = analysis.fit_line(x, points)
+    A = np.stack([np.ones_like(x), x], axis=1)
+    slopes = np.linalg.lstsq(A, samples.T, rcond=None)[0][1]
+    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
+    m_low, m_high = np.percentile(samples, q, axis=0)
+    slope_low, slope_high = np.percentile(slopes, q)
+    return analysis.SlopeBootstrap(np.array(ds), np.array(points), m_low, m_high, fit.slope, fit.intercept,
+                                   float(slope_low), float(slope_high), censored / (resamples * len(ds)))
+
+
+#: Embedding dimension of the fresh same-target draws (the ``m`` of the chapter's comparison).
+SAME_TARGET_M = 32
+#: Instances per record of ``one-step-same-target``.
+SAME_TARGET_BLOCK = 5000
+SAME_TARGET_SIZES = {
+    "ci": {"d": [1024], "blocks": 1},
+    "full": {"d": [1024, 2048, 4096, 8192, 16384], "blocks": 2},
+}
+
+
+def same_target_seed(d: int) -> int:
+    """First seed of the fresh same-target draws at ``d``: ``10^6 log2 d``, so the seed ranges of
+    different ``d`` are disjoint from each other and from the grid's (seeds ``0 .. 999``)."""
+    return 10**6 * int(round(math.log2(d)))
+
+
+def limit_measure(batch: ScaledInstances) -> dict[str, torch.Tensor]:
+    """A :func:`sxor.xor.sweeps.sweep_m` measure: the failure mode of the argmax limit (as in
+    :func:`grid_measure`'s ``limit_mode``)."""
+    d = batch.Z.shape[-1]
+    out = one_step_and_limit_factored(batch.Z, batch.scale, batch.theta0, batch.support, analysis.grid_eta(d))
+    hard = torch.nn.functional.one_hot(out.head, d).to(batch.Z)
+    hard_tilde = torch.nn.functional.one_hot(out.head_tilde, d).to(batch.Z)
+    return {"limit_mode": failure_modes(loss_from_weights(hard, hard_tilde, batch.support), hard, hard_tilde,
+                                        batch.support)}
+
+
+@register("one-step-same-target", "same-target failures of the argmax limit on fresh independent draws, several d",
+          compare_keys=("d", "block"))
+def run_same_target(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """Fresh instances at ``m = SAME_TARGET_M`` (independent across instances and across ``d``:
+    seeds from :func:`same_target_seed`, each instance drawn with ``m_max = m``), classified in the
+    ``eta -> infinity`` limit; one record per block of ``SAME_TARGET_BLOCK`` instances, with the
+    counts of every failure mode and the prediction :func:`sxor.xor.analysis.predicted_same_target`.
+    The ``ci`` size is the first block of the full size at ``d = 1024``. ``SXOR_SAME_TARGET_LOG``
+    (optional) names a JSON-lines file to which each finished record is appended and from which a
+    logged record is taken instead of recomputed (so a stopped run resumes); ``SXOR_SAME_TARGET_MAX_D``
+    (optional) leaves out larger ``d``."""
+    cfg = size_config(size, SAME_TARGET_SIZES)
+    log = os.environ.get("SXOR_SAME_TARGET_LOG")
+    max_d = int(os.environ.get("SXOR_SAME_TARGET_MAX_D", 0)) or None
+    logged = {}
+    if log and os.path.exists(log):
+        with open(log) as f:
+            logged = {(e["d"], e["block"]): e for e in map(json.loads, filter(str.strip, f))}
+    records, cpu = [], {}
+    for d in (d for d in cfg["d"] if max_d is None or d <= max_d):
+        seconds = 0.0
+        for block in range(cfg["blocks"]):
+            if (d, block) in logged:
+                record = logged[(d, block)]
+            else:
+                started = time.process_time()
+                start = same_target_seed(d) + block * SAME_TARGET_BLOCK
+                out = sweep_m(limit_measure, SAME_TARGET_BLOCK, d, [SAME_TARGET_M], seed=start, device=device,
+                              desc=f"same target d={d} block {block}")[SAME_TARGET_M]
+                counts = _mode_counts(out["limit_mode"])
+                record = {"d": d, "m": SAME_TARGET_M, "block": block, "first_seed": start,
+                          "draws": SAME_TARGET_BLOCK, **{f"limit_{k}": v for k, v in counts.items()},
+                          "predicted_same_target": float(analysis.predicted_same_target(d)),
+                          "cpu_seconds": round(time.process_time() - started, 1)}
+                if log:
+                    with open(log, "a") as f:
+                        f.write(json.dumps(record) + "\n")
+            seconds += record.pop("cpu_seconds", 0.0)
+            records.append(record)
+        cpu[str(d)] = round(seconds, 1)
+    params = {"m": SAME_TARGET_M, "block": SAME_TARGET_BLOCK, "blocks": cfg["blocks"],
+              "seeds": "10^6 log2(d) + k, k = 0 .. blocks * block - 1", "cpu_seconds_by_d": cpu}
+    return params, records
+
+
+class SameTargetRow(NamedTuple):
+    """One ``d`` of :func:`same_target_table`."""
+
+    d: int
+    draws: int
+    events: int
+    rate: float
+    se: float  #: binomial standard error ``sqrt(rate (1 - rate) / draws)``
+    predicted: float
+    z: float  #: ``(events - draws p) / sqrt(draws p (1 - p))`` with ``p`` the prediction
+
+
+def same_target_table(results: dict) -> list[SameTargetRow]:
+    """Pool the blocks of ``one-step-same-target`` results per ``d``; the z-score uses the
+    predicted rate's binomial standard error (the test of the prediction as the null)."""
+    rows = []
+    for d in sorted({r["d"] for r in results["records"]}):
+        recs = [r for r in results["records"] if r["d"] == d]
+        n, k = sum(r["draws"] for r in recs), sum(r["limit_same_target"] for r in recs)
+        p = recs[0]["predicted_same_target"]
+        rate = k / n
+        rows.append(SameTargetRow(d, n, k, rate, math.sqrt(rate * (1 - rate) / n), p,
+                                  (k - n * p) / math.sqrt(n * p * (1 - p))))
+    return rows
 
 
 def success_curves(records: list[dict], key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray]]:
