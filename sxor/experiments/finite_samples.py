@@ -41,7 +41,7 @@ BLOCK = 2048
 
 SIZES = {
     "ci": {"d": [16, 32, 64], "instances": 32, "max_n_over_d2": 16},
-    "full": {"d": [16, 32, 64, 128, 256], "instances": 200, "max_n_over_d2": 16},
+    "full": {"d": [16, 32, 64, 128], "instances": 200, "max_n_over_d2": 16},
 }
 
 
@@ -374,15 +374,15 @@ SGD_STEP_RULE = {"max_steps": 512, "min_steps": 64, "natural_time": 4, "max_samp
 
 SGD_SIZES = {
     "ci": {"d": [16, 32], "instances": 16, "lambdas": [0.015625, 0.03125], "batch_per_step": [2, 8]},
-    "full": {"d": [16, 32, 64, 128, 256], "instances": 40, "lambdas": list(SGD_LAMBDAS),
+    "full": {"d": [16, 32, 64, 128], "instances": 40, "lambdas": list(SGD_LAMBDAS),
              "batch_per_step": list(SGD_BATCH_PER_STEP)},
 }
 
 #: Stage 2 (``finite-samples-sgd-refine``): 200 instances (the first 40 are the scan's) at the
 #: scan's optimum ``(lambda, c)`` at each ``d`` and its neighbours on both sides of each axis.
 SGD_REFINE_SIZES = {
-    "ci": {"d": [16], "instances": 16, "configs": {16: [(0.015625, 2), (0.03125, 2)]}},
-    "full": {"d": [16, 32, 64, 128, 256], "instances": 200, "configs": {}},
+    "ci": {"d": [16, 32], "instances": 16, "configs": {16: [(0.03125, 2)], 32: [(0.03125, 8)]}},
+    "full": {"d": [16, 32, 64, 128], "instances": 200, "configs": {}},
 }
 
 
