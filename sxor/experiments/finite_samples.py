@@ -382,7 +382,13 @@ SGD_SIZES = {
 #: scan's optimum ``(lambda, c)`` at each ``d`` and its neighbours on both sides of each axis.
 SGD_REFINE_SIZES = {
     "ci": {"d": [16, 32], "instances": 16, "configs": {16: [(0.03125, 2)], 32: [(0.03125, 8)]}},
-    "full": {"d": [16, 32, 64, 128], "instances": 200, "configs": {}},
+    # from the committed scan: its optimum (lambda*, c*) and (lambda*/2, c*), (2 lambda*, c*), and the
+    # neighbouring c at lambda* (where the optimum's batch is 1 there is no smaller batch)
+    "full": {"d": [16, 32, 64, 128], "instances": 200, "configs": {
+        16: [(0.015625, 2), (0.03125, 2), (0.03125, 4), (0.0625, 2)],
+        32: [(0.00390625, 2), (0.0078125, 2), (0.0078125, 8), (0.015625, 2)],
+        64: [(0.00390625, 8), (0.0078125, 4), (0.0078125, 8), (0.0078125, 16), (0.015625, 8)],
+        128: [(0.0078125, 16), (0.015625, 8), (0.015625, 16), (0.015625, 32), (0.03125, 16)]}},
 }
 
 
