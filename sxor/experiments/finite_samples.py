@@ -381,14 +381,17 @@ SGD_SIZES = {
 #: Stage 2 (``finite-samples-sgd-refine``): 200 instances (the first 40 are the scan's) at the
 #: scan's optimum ``(lambda, c)`` at each ``d`` and its neighbours on both sides of each axis.
 SGD_REFINE_SIZES = {
-    "ci": {"d": [16, 32], "instances": 16, "configs": {16: [(0.03125, 2)], 32: [(0.03125, 8)]}},
+    "ci": {"d": [16, 32], "instances": 16, "configs": {16: [(0.03125, 2)], 32: [(0.0078125, 2)]}},
     # from the committed scan: its optimum (lambda*, c*) and (lambda*/2, c*), (2 lambda*, c*), and the
-    # neighbouring c at lambda* (where the optimum's batch is 1 there is no smaller batch)
+    # neighbouring c at lambda* (where the optimum's batch is 1 there is no smaller batch); at d = 64
+    # and 128, where these points put the optimum at lambda*/2, also lambda*/4
     "full": {"d": [16, 32, 64, 128], "instances": 200, "configs": {
         16: [(0.015625, 2), (0.03125, 2), (0.03125, 4), (0.0625, 2)],
         32: [(0.00390625, 2), (0.0078125, 2), (0.0078125, 8), (0.015625, 2)],
-        64: [(0.00390625, 8), (0.0078125, 4), (0.0078125, 8), (0.0078125, 16), (0.015625, 8)],
-        128: [(0.0078125, 16), (0.015625, 8), (0.015625, 16), (0.015625, 32), (0.03125, 16)]}},
+        64: [(0.001953125, 8), (0.00390625, 8), (0.0078125, 4), (0.0078125, 8), (0.0078125, 16),
+             (0.015625, 8)],
+        128: [(0.00390625, 16), (0.0078125, 16), (0.015625, 8), (0.015625, 16), (0.015625, 32),
+              (0.03125, 16)]}},
 }
 
 

@@ -337,3 +337,24 @@ def test_n_star_by_split_sorts_by_m_D_squared():
     fig = fs.plot_modes({"records": recs}, ds=(16,))
     assert fig.axes[0].get_xlabel() and fig.axes[0].has_data()
     matplotlib.pyplot.close(fig)
+
+
+def test_refine_points_hold_the_scans_optimum_and_its_neighbours():
+    from sxor.results import committed_results
+
+    scan = committed_results("finite-samples-sgd")
+    full, ci = fs.SGD_REFINE_SIZES["full"], fs.SGD_REFINE_SIZES["ci"]
+    assert full["d"] == scan["params"]["d"] and full["instances"] >= 200
+    lams = list(fs.SGD_LAMBDAS)
+    for d in full["d"]:
+        pos = fs.sgd_optimum_position(scan["records"], d)
+        points = fs.refine_configs(d, full["configs"][d])
+        batches = {(lam, b) for lam, b, _ in points}
+        assert (pos["lambda"], pos["batch"]) in batches  # the scan's optimum
+        k = lams.index(pos["lambda"])
+        # its neighbours in lambda (one step each way) and in batch at its lambda
+        assert {lams[k - 1], lams[k + 1]} <= {lam for lam, _ in batches}
+        at_best = sorted(b for lam, b in batches if lam == pos["lambda"])
+        assert at_best[-1] > pos["batch"] and (at_best[0] < pos["batch"] or pos["batch"] == 1)
+    for d in ci["d"]:  # the CI points are points of the full run
+        assert set(fs.refine_configs(d, ci["configs"][d])) <= set(fs.refine_configs(d, full["configs"][d]))
