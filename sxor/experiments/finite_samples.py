@@ -41,7 +41,7 @@ BLOCK = 2048
 
 SIZES = {
     "ci": {"d": [16, 32, 64], "instances": 32, "max_n_over_d2": 16},
-    "full": {"d": [16, 32, 64, 128, 256], "instances": 40, "max_n_over_d2": 16},
+    "full": {"d": [16, 32, 64, 128], "instances": 200, "max_n_over_d2": 16},
 }
 
 
@@ -206,22 +206,33 @@ def _bootstrap_power_law(ds: list[int], sizes: dict[int, int], statistic, num: i
     return np.asarray(values), exponents, undefined
 
 
-def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 1000, seed: int = 0) -> dict:
+def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 1000, seed: int = 0,
+                       cap: dict[int, float] | None = None) -> dict:
     """Quantile ``q`` of ``n*`` at each ``d``, its fitted exponent in ``d``, and percentile (2.5%,
     97.5%) bootstrap intervals, resampling the instances of each ``d`` with replacement.
 
-    A resample whose quantile is censored at some ``d`` has no exponent: such resamples count as
-    ``undefined`` (returned) and the interval is over the others; the point estimate itself must
-    be defined at every ``d`` (ValueError otherwise).
+    Without ``cap``, a resample whose quantile is censored at some ``d`` has no exponent: such
+    resamples count as ``undefined`` (returned) and the interval is over the others; the point
+    estimate itself must be defined at every ``d`` (ValueError otherwise).
+
+    With ``cap`` (``{d: the grid's largest n}``) the statistic is the quantile of ``min(n*, cap)``,
+    defined on every sample: a censored quantile becomes the cap (a lower bound of the quantile),
+    no resample is dropped (``undefined`` is 0), and ``at_cap`` counts the resamples whose
+    quantile is at the cap at some ``d`` (their exponent is that of a bound). ``point_at_cap``
+    lists the ``d`` where the point estimate itself is at the cap.
     """
     ds = sorted(table)
+    if cap is not None:
+        if set(cap) != set(ds) or not all(math.isfinite(cap[d]) and cap[d] > 0 for d in ds):
+            raise ValueError("cap must give a finite positive cap for every d of the table")
+        table = {d: np.minimum(np.asarray(table[d], dtype=float), cap[d]) for d in ds}
     point = [censored_quantile(table[d], q) for d in ds]
     if not np.isfinite(point).all():
         raise ValueError(f"the {q:.0%} quantile of n* is censored at some d: {dict(zip(ds, point))}")
     p, c = fit_power_law(ds, point)
     boot_q, boot_p, undefined = _bootstrap_power_law(
         ds, {d: len(table[d]) for d in ds}, lambda d, idx: censored_quantile(table[d][idx], q), num, seed)
-    return {
+    out = {
         "d": ds, "q": q, "quantile": point, "exponent": p, "constant": c,
         # percentiles without interpolation: a censored (inf) resample stays inf instead of nan
         "quantile_low": np.percentile(boot_q, 2.5, axis=0, method="inverted_cdf").tolist(),
@@ -229,6 +240,28 @@ def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 
         "exponent_low": float(np.percentile(boot_p, 2.5)), "exponent_high": float(np.percentile(boot_p, 97.5)),
         "resamples": num, "undefined": undefined,
     }
+    if cap is not None:
+        caps = np.asarray([cap[d] for d in ds])
+        out["at_cap"] = int((boot_q >= caps).any(axis=1).sum())
+        out["point_at_cap"] = [d for d, v in zip(ds, point) if v >= cap[d]]
+    return out
+
+
+def n_star_capped(record: dict, cap: float) -> float:
+    """:func:`n_star` of one instance on its grid cut at ``cap * d^2`` (``inf``: fails at the cut)."""
+    keep = [k for k, n in enumerate(record["n"]) if n <= cap * record["d"] ** 2]
+    if not keep:
+        raise ValueError(f"no grid n at or below {cap} d^2")
+    return n_star({"n": [record["n"][k] for k in keep], "mode": [record["mode"][k] for k in keep]})
+
+
+def capped_table(records: list[dict], cap: float) -> dict[int, np.ndarray]:
+    """``{d: n*}`` over the instances whose population step succeeds, on the grids cut at ``cap * d^2``."""
+    out: dict[int, list[float]] = {}
+    for r in records:
+        if r["population_mode"] == 0:
+            out.setdefault(r["d"], []).append(n_star_capped(r, cap))
+    return {d: np.asarray(v) for d, v in sorted(out.items())}
 
 
 def last_failure_modes(records: list[dict]) -> dict[int, dict[str, int]]:
@@ -329,32 +362,89 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)  # below the axes
     fig.tight_layout()
     return fig
-#: Step sizes of the SGD scan, as natural steps ``lambda = eta / (d^2 M(1)^2)`` (exact decimals).
-SGD_LAMBDAS = (0.0078125, 0.015625, 0.03125, 0.0625, 0.125, 0.25, 0.5)
+#: Step sizes of the SGD scan, as natural steps ``lambda = eta / (d^2 M(1)^2)`` (exact decimals): 1/256 ... 1/8.
+SGD_LAMBDAS = (0.00390625, 0.0078125, 0.015625, 0.03125, 0.0625, 0.125)
 #: Batch sizes of the SGD scan per unit step, ``B / (lambda d)``: the noise level of a step.
-SGD_BATCH_PER_STEP = (2, 4, 8, 16, 24, 32, 64)
+SGD_BATCH_PER_STEP = (1, 2, 4, 8, 16, 32)
 #: Fraction of instances that must have met the success criterion.
 SGD_TARGET = 0.8
+#: The step rule of every SGD run (see :func:`sgd_steps`): at most ``max_steps`` steps, at least
+#: ``min_steps``, otherwise ``natural_time / lambda``, and at most ``max_samples_over_d * d`` samples.
+SGD_STEP_RULE = {"max_steps": 512, "min_steps": 64, "natural_time": 4, "max_samples_over_d": 128}
 
 SGD_SIZES = {
-    "ci": {"d": [16, 32], "instances": 16, "max_steps": 64, "max_samples_over_d": 128},
-    "full": {"d": [16, 32, 64, 128, 256], "instances": 40, "max_steps": 64, "max_samples_over_d": 128},
+    "ci": {"d": [16, 32], "instances": 16, "lambdas": [0.015625, 0.03125], "batch_per_step": [2, 8]},
+    "full": {"d": [16, 32, 64, 128], "instances": 40, "lambdas": list(SGD_LAMBDAS),
+             "batch_per_step": list(SGD_BATCH_PER_STEP)},
+}
+
+#: Stage 2 (``finite-samples-sgd-refine``): 200 instances (the first 40 are the scan's) at the
+#: scan's optimum ``(lambda, c)`` at each ``d`` and its neighbours on both sides of each axis.
+SGD_REFINE_SIZES = {
+    "ci": {"d": [16, 32], "instances": 16, "configs": {16: [(0.03125, 2)], 32: [(0.0078125, 2)]}},
+    # from the committed scan: its optimum (lambda*, c*) and (lambda*/2, c*), (2 lambda*, c*), and the
+    # neighbouring c at lambda* (where the optimum's batch is 1 there is no smaller batch); at d = 64
+    # and 128, where these points put the optimum at lambda*/2, also lambda*/4
+    "full": {"d": [16, 32, 64, 128], "instances": 200, "configs": {
+        16: [(0.015625, 2), (0.03125, 2), (0.03125, 4), (0.0625, 2)],
+        32: [(0.00390625, 2), (0.0078125, 2), (0.0078125, 8), (0.015625, 2)],
+        64: [(0.001953125, 8), (0.00390625, 8), (0.0078125, 4), (0.0078125, 8), (0.0078125, 16),
+             (0.015625, 8)],
+        128: [(0.00390625, 16), (0.0078125, 16), (0.015625, 8), (0.015625, 16), (0.015625, 32),
+              (0.03125, 16)]}},
 }
 
 
-def sgd_configs(d: int, max_steps: int, max_samples_over_d: int) -> list[tuple[float, int, int]]:
-    """The scanned ``(lambda, batch, steps)`` at ``d``: every ``lambda`` of :data:`SGD_LAMBDAS` with
-    every batch ``B = round(c lambda d)``, ``c`` in :data:`SGD_BATCH_PER_STEP`, run for
-    ``min(max_steps, max_samples_over_d * d // B)`` steps (a budget of samples per run); a batch
-    that two ``c`` round to is run once."""
+def sgd_steps(lam: float, batch: int, d: int, rule: dict | None = None) -> int:
+    """Steps of an SGD run (``batch >= 1``) or of the population control (``batch = 0``) at the
+    natural step ``lam``: ``min(max_steps, max(min_steps, ceil(natural_time / lam)))``, and for SGD
+    at most ``max_samples_over_d * d // batch`` (a budget of samples per run)."""
+    rule = SGD_STEP_RULE if rule is None else rule
+    if not lam > 0 or int(batch) != batch or batch < 0:
+        raise ValueError(f"need lam > 0 and an integer batch >= 0, got lam={lam}, batch={batch}")
+    steps = min(rule["max_steps"], max(rule["min_steps"], math.ceil(rule["natural_time"] / lam - 1e-9)))
+    return steps if batch == 0 else min(steps, rule["max_samples_over_d"] * d // batch)
+
+
+def sgd_batch(lam: float, c: float, d: int) -> int:
+    """The batch ``B = max(1, round(c lam d))`` of noise level ``c`` at the natural step ``lam``."""
+    return max(1, int(round(c * lam * d)))
+
+
+def sgd_configs(d: int, lambdas=SGD_LAMBDAS, batch_per_step=SGD_BATCH_PER_STEP,
+                rule: dict | None = None) -> list[tuple[float, int, int]]:
+    """The scanned ``(lambda, batch, steps)`` at ``d``: every ``lambda`` with every batch
+    :func:`sgd_batch`, for :func:`sgd_steps` steps; a batch that two ``c`` round to is run once."""
     out = []
-    for lam in SGD_LAMBDAS:
-        for c in SGD_BATCH_PER_STEP:
-            batch = max(1, int(round(c * lam * d)))
-            config = (lam, batch, min(max_steps, max_samples_over_d * d // batch))
+    for lam in lambdas:
+        for c in batch_per_step:
+            batch = sgd_batch(lam, c, d)
+            config = (lam, batch, sgd_steps(lam, batch, d, rule))
             if config not in out:  # small c lambda d: several c round to the same batch
                 out.append(config)
     return out
+
+
+def _sgd_records(d: int, instances: int, configs, device) -> list[dict]:
+    """Population control (at every ``lambda`` of ``configs``) and SGD runs at ``d``, one record each."""
+    from ..xor.analysis import sphere_mgf
+    from ..xor.dynamics import population_descent
+
+    m = embedding_dim(d)
+    inst = random_instances(instances, d, m, device=device)
+    keys = torch.tensor([stream_key(d, k) for k in range(instances)], device=device)
+    M = float(sphere_mgf(1.0, m))
+    records = []
+    for lam in sorted({lam for lam, _, _ in configs}):
+        steps = sgd_steps(lam, 0, d)
+        pop = population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, lam * d * d * M * M, steps)
+        records.append({"d": d, "m": m, "config": f"population, lambda={lam:g}", "lambda": lam, "batch": 0,
+                        "steps": steps, "first_success": first_success(pop.success).tolist()})
+    for lam, batch, steps in progress(configs, desc=f"d={d}"):
+        run = minibatch_sgd(inst.V, inst.theta0, inst.support, lam * d * d * M * M, batch, steps, keys=keys)
+        records.append({"d": d, "m": m, "config": f"SGD, lambda={lam:g}, B={batch}", "lambda": lam,
+                        "batch": batch, "steps": steps, "first_success": first_success(run.success).tolist()})
+    return records
 
 
 @register("finite-samples-sgd", "mini-batch SGD: scan of batch size and step size, samples to 80% success",
@@ -364,29 +454,36 @@ def run_sgd(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     (``eta = lambda d^2 M(1)^2``): population gradient descent (the control, ``batch = 0``) and
     mini-batch SGD for every batch of :func:`sgd_configs`, on the instances' sample streams; per
     instance, the first step that meets the success criterion (``-1``: never within the run)."""
-    from ..xor.analysis import sphere_mgf
-    from ..xor.dynamics import population_descent
-
     cfg = size_config(size, SGD_SIZES)
     records = []
     for d in cfg["d"]:
-        m = embedding_dim(d)
-        inst = random_instances(cfg["instances"], d, m, device=device)
-        keys = torch.tensor([stream_key(d, k) for k in range(cfg["instances"])], device=device)
-        M = float(sphere_mgf(1.0, m))
-        for lam in SGD_LAMBDAS:
-            eta = lam * d * d * M * M
-            pop = population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, eta, cfg["max_steps"])
-            records.append({"d": d, "m": m, "config": f"population, lambda={lam:g}", "lambda": lam, "batch": 0,
-                            "steps": cfg["max_steps"], "first_success": first_success(pop.success).tolist()})
-        for lam, batch, steps in progress(sgd_configs(d, cfg["max_steps"], cfg["max_samples_over_d"]), desc=f"d={d}"):
-            eta = lam * d * d * M * M
-            run = minibatch_sgd(inst.V, inst.theta0, inst.support, eta, batch, steps, keys=keys)
-            records.append({"d": d, "m": m, "config": f"SGD, lambda={lam:g}, B={batch}", "lambda": lam,
-                            "batch": batch, "steps": steps, "first_success": first_success(run.success).tolist()})
-    params = {"d": cfg["d"], "instances": cfg["instances"], "max_steps": cfg["max_steps"],
-              "max_samples_over_d": cfg["max_samples_over_d"], "m_rule": "round(2 log2 d) + 4",
-              "lambdas": list(SGD_LAMBDAS), "batch_per_step": list(SGD_BATCH_PER_STEP), "target": SGD_TARGET}
+        records += _sgd_records(d, cfg["instances"], sgd_configs(d, cfg["lambdas"], cfg["batch_per_step"]), device)
+    params = {"d": cfg["d"], "instances": cfg["instances"], **SGD_STEP_RULE, "m_rule": "round(2 log2 d) + 4",
+              "lambdas": list(cfg["lambdas"]), "batch_per_step": list(cfg["batch_per_step"]), "target": SGD_TARGET}
+    return params, records
+
+
+def refine_configs(d: int, stencil) -> list[tuple[float, int, int]]:
+    """The ``(lambda, batch, steps)`` of the points ``(lambda, c)`` of ``stencil`` at ``d`` (duplicates once)."""
+    out = []
+    for lam, c in stencil:
+        batch = sgd_batch(lam, c, d)
+        if (config := (lam, batch, sgd_steps(lam, batch, d))) not in out:
+            out.append(config)
+    return out
+
+
+@register("finite-samples-sgd-refine", "mini-batch SGD, 200 instances at the scan's optimum and its neighbours",
+          plot=lambda r: plot_sgd(r), compare_prefix=("first_success",))
+def run_sgd_refine(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """Stage 2 of the SGD measurement: the runs of :func:`run_sgd` (same instances, streams and step
+    rule, more instances) at the points ``(lambda, c)`` of :data:`SGD_REFINE_SIZES` at each ``d``."""
+    cfg = size_config(size, SGD_REFINE_SIZES)
+    records = []
+    for d in cfg["d"]:
+        records += _sgd_records(d, cfg["instances"], refine_configs(d, cfg["configs"][d]), device)
+    params = {"d": cfg["d"], "instances": cfg["instances"], **SGD_STEP_RULE, "m_rule": "round(2 log2 d) + 4",
+              "configs": {str(d): [list(p) for p in cfg["configs"][d]] for d in cfg["d"]}, "target": SGD_TARGET}
     return params, records
 
 
@@ -412,6 +509,31 @@ def sgd_best(records: list[dict], d: int, index: np.ndarray | None = None, targe
         raise ValueError(f"no SGD record at d={d}")
     best = min(samples, key=samples.get)
     return {"samples": samples, "best": best, "n": samples[best]}
+
+
+def sgd_optimum_position(records: list[dict], d: int, target: float = SGD_TARGET) -> dict:
+    """Where the best SGD configuration at ``d`` (:func:`sgd_best`) lies in the scan.
+
+    Returns the best record's ``lambda``, ``batch``, ``c = batch / (lambda d)``, ``steps`` (allowed)
+    and ``steps_used`` (``N / batch``); ``lambdas`` (every scanned ``lambda`` at ``d``) and
+    ``batches`` (every batch scanned at the best ``lambda``); ``lambda_edge`` / ``batch_edge``:
+    whether the best is the smallest or largest of them (a batch of 1 is an edge no scan can
+    move); and ``cut_short``: the configurations that never reach ``target`` yet read fewer than
+    ``N`` samples (``batch x steps < N``), for which the run's cap, not the data, may have decided
+    (none: the caps cannot have hidden a smaller ``N``).
+    """
+    best = sgd_best(records, d, target=target)
+    sgd = [r for r in records if r["d"] == d and r["batch"] > 0]
+    rec = next(r for r in sgd if r["config"] == best["best"])
+    lams = sorted({r["lambda"] for r in sgd})
+    batches = sorted({r["batch"] for r in sgd if r["lambda"] == rec["lambda"]})
+    cut = [r["config"] for r in sgd
+           if not math.isfinite(best["samples"][r["config"]]) and r["batch"] * r["steps"] < best["n"]]
+    return {"d": d, "n": best["n"], "config": best["best"], "lambda": rec["lambda"], "batch": rec["batch"],
+            "c": rec["batch"] / (rec["lambda"] * d), "steps": rec["steps"], "steps_used": best["n"] / rec["batch"],
+            "lambdas": lams, "batches": batches,
+            "lambda_edge": rec["lambda"] in (lams[0], lams[-1]),
+            "batch_edge": rec["batch"] in (batches[0], batches[-1]), "cut_short": cut}
 
 
 def bootstrap_sgd(records: list[dict], num: int = 1000, seed: int = 0, target: float = SGD_TARGET) -> dict:

@@ -216,15 +216,81 @@ def test_one_step_with_many_samples_agrees_with_the_population_step():
 
 
 def test_sgd_configs_and_steps_to_rate():
-    cfgs = fs.sgd_configs(64, 64, 128)  # every c lambda d >= 1: no two c share a batch
+    cfgs = fs.sgd_configs(256)  # every c lambda d >= 1 (256 / 256 = 1): no two c share a batch
     assert len(cfgs) == len(fs.SGD_LAMBDAS) * len(fs.SGD_BATCH_PER_STEP)
-    assert all(b * t <= 128 * 64 and t <= 64 for _, b, t in cfgs)
-    small = fs.sgd_configs(16, 64, 128)  # at d = 16, small lambda: c = 2 and c = 4 both give B = 1
+    rule = fs.SGD_STEP_RULE
+    assert all(b * t <= rule["max_samples_over_d"] * 256 and t <= rule["max_steps"] for _, b, t in cfgs)
+    assert all(t >= min(rule["min_steps"], rule["max_samples_over_d"] * 256 // b) for _, b, t in cfgs)
+    small = fs.sgd_configs(16)  # at d = 16, small lambda: several c give B = 1
     assert len(small) == len(set(small)) < len(fs.SGD_LAMBDAS) * len(fs.SGD_BATCH_PER_STEP)
     assert fs.steps_to_rate([1, 2, 3, 4, -1]) == 4  # 80% of 5 have succeeded by step 4
     assert math.isinf(fs.steps_to_rate([1, 2, 3, -1, -1]))
 
 
+def test_sgd_steps_follow_the_rule():
+    # natural time 4 / lambda, between 64 and 512 steps, and at most 128 d samples
+    assert fs.sgd_steps(1 / 256, 0, 64) == 512 and fs.sgd_steps(1 / 64, 0, 64) == 256
+    assert fs.sgd_steps(1 / 8, 0, 64) == 64 and fs.sgd_steps(1 / 32, 0, 64) == 128
+    assert fs.sgd_steps(1 / 64, 64, 64) == 128  # 128 * 64 samples / batch 64
+    assert fs.sgd_batch(1 / 256, 2, 16) == 1 and fs.sgd_batch(1 / 16, 24, 256) == 384
+    with pytest.raises(ValueError):
+        fs.sgd_steps(0.0, 1, 16)
+    with pytest.raises(ValueError):
+        fs.sgd_steps(0.1, -1, 16)
+    assert fs.refine_configs(16, [(1 / 64, 2), (1 / 64, 4), (1 / 32, 2)]) == [
+        (1 / 64, 1, 256), (1 / 32, 1, 128)]  # c = 2 and 4 at lambda = 1/64, d = 16: both B = 1
+
+
+def _sgd(d, lam, batch, steps, first):
+    return {"d": d, "lambda": lam, "batch": batch, "steps": steps, "config": f"l={lam}, B={batch}",
+            "first_success": first}
+
+
+def test_sgd_optimum_position_finds_edges_and_runs_cut_short():
+    recs = [_sgd(32, lam, b, 100, [t] * 5) for lam, b, t in
+            [(0.5, 2, 10), (0.5, 4, 4), (0.5, 8, 3), (0.25, 4, 9), (1.0, 4, 8)]]  # best: lambda 0.5, B 4, N 16
+    pos = fs.sgd_optimum_position(recs, 32)
+    assert pos["n"] == 16 and pos["lambda"] == 0.5 and pos["batch"] == 4 and pos["steps_used"] == 4
+    assert not pos["lambda_edge"] and not pos["batch_edge"] and pos["cut_short"] == []
+    assert pos["lambdas"] == [0.25, 0.5, 1.0] and pos["batches"] == [2, 4, 8] and pos["c"] == 4 / 16
+    recs.append(_sgd(32, 0.125, 1, 10, [-1] * 5))  # never reaches 80%, read only 10 < 16 samples
+    recs.append(_sgd(32, 0.125, 2, 10, [-1] * 5))  # read 20 >= 16 samples: cannot beat N = 16
+    pos = fs.sgd_optimum_position(recs, 32)
+    assert pos["cut_short"] == ["l=0.125, B=1"] and not pos["lambda_edge"]
+    recs.append(_sgd(32, 0.5, 1, 100, [2] * 5))  # batch 1, N = 2: the best, on the batch edge
+    pos = fs.sgd_optimum_position(recs, 32)
+    assert pos["batch"] == 1 and pos["batch_edge"] and pos["cut_short"] == []
+
+
+def test_bootstrap_with_a_cap_drops_no_resample():
+    rng = np.random.default_rng(2)
+    table, cap = {}, {}
+    for d in (16, 32, 64, 128):
+        v = d**2 * rng.lognormal(0, 1.0, 200)
+        cap[d] = 4.0 * d**2
+        v[v > cap[d]] = math.inf  # censored at the cap: about 8% of the sample
+        table[d] = v
+    with pytest.raises(ValueError, match="censored"):
+        fs.bootstrap_exponent(table, 0.95, num=10)  # the 95% quantile lies above the cap
+    bound = fs.bootstrap_exponent(table, 0.95, num=100, cap=cap)  # a bound: the cap itself, d^2
+    assert bound["undefined"] == 0 and bound["at_cap"] == 100 and bound["point_at_cap"] == [16, 32, 64, 128]
+    assert bound["exponent"] == pytest.approx(2.0) and bound["quantile"] == [cap[d] for d in sorted(cap)]
+    free = fs.bootstrap_exponent(table, 0.9, num=300)  # near the cap: some resamples censored
+    capped = fs.bootstrap_exponent(table, 0.9, num=300, cap=cap)
+    assert free["undefined"] > 0 and capped["undefined"] == 0 and capped["at_cap"] == free["undefined"]
+    assert capped["exponent"] == free["exponent"] and capped["exponent_low"] < 2 < capped["exponent_high"]
+    with pytest.raises(ValueError, match="cap"):
+        fs.bootstrap_exponent(table, 0.5, num=10, cap={16: 1.0})
+
+
+def test_n_star_on_a_cut_grid():
+    r = _record([1, 0, 2, 0])  # n = 10, 20, 40, 80 at d = 16: 10/256 ... 80/256 d^2
+    assert fs.n_star_capped(r, 80 / 256) == 80 and fs.n_star_capped(r, 20 / 256) == 20
+    assert math.isinf(fs.n_star_capped(r, 40 / 256)) and math.isinf(fs.n_star_capped(r, 10 / 256))
+    with pytest.raises(ValueError, match="no grid"):
+        fs.n_star_capped(r, 1 / 256)
+    recs = [r, _record([0, 0, 0, 0]), _record([1, 1, 1, 1], population_mode=2)]
+    assert {d: v.tolist() for d, v in fs.capped_table(recs, 40 / 256).items()} == {16: [math.inf, 10.0]}
 def test_sgd_best_and_bootstrap_recover_a_known_law():
     recs = []
     for d in (16, 32, 64):
@@ -271,3 +337,24 @@ def test_n_star_by_split_sorts_by_m_D_squared():
     fig = fs.plot_modes({"records": recs}, ds=(16,))
     assert fig.axes[0].get_xlabel() and fig.axes[0].has_data()
     matplotlib.pyplot.close(fig)
+
+
+def test_refine_points_hold_the_scans_optimum_and_its_neighbours():
+    from sxor.results import committed_results
+
+    scan = committed_results("finite-samples-sgd")
+    full, ci = fs.SGD_REFINE_SIZES["full"], fs.SGD_REFINE_SIZES["ci"]
+    assert full["d"] == scan["params"]["d"] and full["instances"] >= 200
+    lams = list(fs.SGD_LAMBDAS)
+    for d in full["d"]:
+        pos = fs.sgd_optimum_position(scan["records"], d)
+        points = fs.refine_configs(d, full["configs"][d])
+        batches = {(lam, b) for lam, b, _ in points}
+        assert (pos["lambda"], pos["batch"]) in batches  # the scan's optimum
+        k = lams.index(pos["lambda"])
+        # its neighbours in lambda (one step each way) and in batch at its lambda
+        assert {lams[k - 1], lams[k + 1]} <= {lam for lam, _ in batches}
+        at_best = sorted(b for lam, b in batches if lam == pos["lambda"])
+        assert at_best[-1] > pos["batch"] and (at_best[0] < pos["batch"] or pos["batch"] == 1)
+    for d in ci["d"]:  # the CI points are points of the full run
+        assert set(fs.refine_configs(d, ci["configs"][d])) <= set(fs.refine_configs(d, full["configs"][d]))
