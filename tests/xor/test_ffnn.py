@@ -295,3 +295,7 @@ def test_interval_threshold_and_matched_reliability_on_synthetic_data():
     assert r["ratio_interval"] == pytest.approx(parameter_count(64, 3) / 24)
     assert r["floor_ratio"] == pytest.approx(133 / (2 * r["tf_point"]["size"]))
     assert rows[1]["ffnn_point"] is None and rows[1]["tf_point"] is None and rows[1]["ratio_point"] is None
+    fig = exp.plot_reliability({"records": records}, grid)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "success rate, exact 95% interval" and ax.get_legend() is not None
+    assert len(ax.get_legend().get_texts()) == 4 + 2  # four widths, the transformer by each rule
