@@ -358,7 +358,7 @@ def plot_reliability(results: dict, grid: dict | None = None, rate: float = RELI
         x = [2 ** (math.log2(d) + offsets[len(widths) + j]) for d, _ in side]
         y = np.array([t["rate"] for _, t in side])
         ci = np.array([t["interval"] for _, t in side])
-        ax.errorbar(x, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt=marker, color="k" if j else "C3", ms=6, capsize=3,
+        ax.errorbar(x, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt=marker, color="k", ms=6, capsize=3,
                     mfc="none" if j else None,
                     label=f"transformer at the {rule}-rule $m$ ({'/'.join(sorted({str(t['n']) for _, t in side}))} draws)")
     ax.axhline(rate, color="gray", ls=":", lw=1)
