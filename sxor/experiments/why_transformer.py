@@ -1,7 +1,10 @@
 """Sweep of the chapter "Why a transformer: parameters against d".
 
 ``why-transformer``: for each ``d``, two-layer ReLU networks of every width in ``1..8``, each with
-``restarts`` independent restarts (data and initialisation), trained online with Adam for at most
+``restarts`` independent restarts (data and initialisation), and ``more_restarts["restarts"]``
+further restarts for the widths ``more_restarts["widths"]`` (a second, independent batch of
+restarts with the seed ``d + MORE_SEED``; the first ``restarts`` restarts are the same whether or
+not it is run), trained online with Adam for at most
 ``max_steps`` steps (:func:`sxor.xor.ffnn.train_ffnn`: a run stops at the first check where its
 validation loss *and* its test loss are below ``0.01``, else it trains to the budget; the kept
 network is then scored on a third, untouched sample set); one record per ``(d, width)`` (:func:`sxor.xor.ffnn.width_records`). The transformer's side is *not*
@@ -17,7 +20,7 @@ import numpy as np
 import torch
 
 from ..results import committed_results
-from ..xor.ffnn import parameter_count, smallest_reliable_width, train_ffnn, width_records
+from ..xor.ffnn import FFNNParams, WidthRuns, parameter_count, smallest_reliable_width, train_ffnn, width_records
 from . import register, size_config
 from .one_step import m95_by_d
 
@@ -28,10 +31,13 @@ FFNN_TRAINING = {"batch": 256, "lr": 1e-2, "target": 0.01, "eval_every": 25, "n_
 FFNN_DTYPE = torch.float32
 #: The reliability at which the two models are compared, success in at least 90% of restarts or draws.
 RELIABILITY = 0.9
+#: Offset of the seed of the second batch of restarts (``d + MORE_SEED``), far from every first-batch seed ``d``.
+MORE_SEED = 10_000
 
 SIZES = {
     "ci": {"d": [8], "widths": [6, 7, 8], "restarts": 10, "max_steps": 2000},
-    "full": {"d": [8, 16, 32, 64, 128], "widths": [1, 2, 3, 4, 5, 6, 7, 8], "restarts": 10, "max_steps": 20000},
+    "full": {"d": [8, 16, 32, 64, 128], "widths": [1, 2, 3, 4, 5, 6, 7, 8], "restarts": 10, "max_steps": 20000,
+             "more_restarts": {"widths": [2, 3, 4, 5], "restarts": 40}},
 }
 
 
@@ -43,10 +49,71 @@ def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     for d in cfg["d"]:
         runs = train_ffnn(d, cfg["widths"], (0, d - 1), restarts=cfg["restarts"], max_steps=cfg["max_steps"],
                           seed=d, dtype=FFNN_DTYPE, device=device, **FFNN_TRAINING)
-        records += width_records(runs)
+        more = cfg.get("more_restarts")
+        if more:
+            extra = train_ffnn(d, more["widths"], (0, d - 1), restarts=more["restarts"], max_steps=cfg["max_steps"],
+                               seed=d + MORE_SEED, dtype=FFNN_DTYPE, device=device, **FFNN_TRAINING)
+            records += [record for row in join_restarts(runs, extra) for record in width_records(row)]
+        else:
+            records += width_records(runs)
     params = {**cfg, "training": {**FFNN_TRAINING, "optimizer": "adam", "dtype": str(FFNN_DTYPE)},
-              "support": "(0, d-1)", "seed": "d"}
+              "support": "(0, d-1)", "seed": "d" + (f"; more_restarts: d + {MORE_SEED}" if cfg.get("more_restarts") else "")}
     return params, records
+
+
+def join_restarts(first: WidthRuns, more: WidthRuns) -> list[WidthRuns]:
+    """``first``, one width at a time, with the restarts of ``more`` appended after its own for the
+    widths ``more`` has.
+
+    Both must come from :func:`sxor.xor.ffnn.train_ffnn` at the same ``d``, batch, step budget and
+    target, and ``more.widths`` must be a subset of ``first.widths``. The result is a list of
+    one-width :class:`~sxor.xor.ffnn.WidthRuns`, one per width of ``first`` in its order: for a
+    width of ``more``, with the restarts of ``first`` then those of ``more``; for any other width,
+    with the restarts of ``first`` only. :func:`sxor.xor.ffnn.width_records` turns each into its
+    record.
+
+    Parameters
+    ----------
+    first
+        The first batch of restarts.
+    more
+        Further restarts of some of its widths.
+
+    Returns
+    -------
+    list of WidthRuns
+        One per width of ``first``.
+
+    Raises
+    ------
+    ValueError
+        if the runs differ in ``d``, ``batch``, ``max_steps`` or ``target``, or ``more`` has a width
+        that ``first`` lacks.
+    """
+    for field in ("d", "batch", "max_steps", "target"):
+        if getattr(first, field) != getattr(more, field):
+            raise ValueError(f"the runs differ in {field}: {getattr(first, field)} and {getattr(more, field)}")
+    missing = sorted(set(more.widths) - set(first.widths))
+    if missing:
+        raise ValueError(f"more has widths {missing} that first lacks")
+    rows = []
+    for k, w in enumerate(first.widths):
+        row = _row(first, k)
+        if w in more.widths:
+            j = more.widths.index(w)
+            extra = _row(more, j)
+            row = row._replace(**{f: torch.cat([getattr(row, f), getattr(extra, f)], 1) for f in _PER_RESTART},
+                               params=[FFNNParams(*(torch.cat([p, q], 0) for p, q in zip(row.params[0], extra.params[0])))])
+        rows.append(row)
+    return rows
+
+
+_PER_RESTART = ("steps", "test_loss", "test_loss_se", "rejected", "held_out_loss", "held_out_se")
+
+
+def _row(runs: WidthRuns, k: int) -> WidthRuns:
+    return runs._replace(widths=(runs.widths[k],), params=[runs.params[k]],
+                         **{f: getattr(runs, f)[k:k + 1] for f in _PER_RESTART})
 
 
 def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, float]:
@@ -125,6 +192,81 @@ def transformer_consistent_m(grid: dict, rate: float = RELIABILITY) -> dict[int,
     return out
 
 
+def interval_threshold(n: int, rate: float = RELIABILITY, level: float = 0.95) -> int:
+    """Fewest successes of ``n`` whose rate is :func:`consistent_with` ``rate``: what the interval
+    rule asks of a side measured ``n`` times (7 of 10, 881 of 1000 at the defaults)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    return next(k for k in range(n + 1) if consistent_with(k, n, rate, level))
+
+
+def _side(size: float, parameters: float, successes: int, n: int, level: float) -> dict:
+    lo, hi = clopper_pearson(successes, n, level)
+    return {"size": size, "parameters": parameters, "successes": successes, "n": n, "rate": successes / n,
+            "interval": (lo, hi)}
+
+
+def matched_reliability(records: list[dict], grid: dict, rate: float = RELIABILITY,
+                        level: float = 0.95) -> list[dict]:
+    """Both models' smallest sizes at reliability ``rate``, by both rules, with the measured
+    reliability of each chosen size and its exact ``level`` interval, at every ``d`` of either side.
+
+    Parameters
+    ----------
+    records
+        FFNN records (:func:`sxor.xor.ffnn.width_records`, e.g. of the committed ``why-transformer``).
+    grid
+        The one-step grid (``committed_results("one-step-grid")``).
+    rate
+        The reliability, in ``(0, 1)``.
+    level
+        Confidence level of the intervals (:func:`clopper_pearson`).
+
+    Returns
+    -------
+    list of dict
+        One per ``d``, increasing, with keys ``d``, ``ffnn_point``, ``ffnn_interval``,
+        ``tf_point``, ``tf_interval`` (each ``None`` where that side has no such size at this ``d``,
+        else a dict ``size`` (width or ``m``), ``parameters`` (``w(d+2)+1`` or ``2m``),
+        ``successes``, ``n``, ``rate``, ``interval``), ``ratio_point`` and ``ratio_interval``
+        (FFNN over transformer parameters, ``None`` unless both sides have the size) and
+        ``floor_ratio`` (``2d+5`` over the transformer's point-rule ``2m``, ``None`` without it).
+        The FFNN point rule is :func:`sxor.xor.ffnn.smallest_reliable_width`, the interval rule
+        :func:`ffnn_consistent_width`; the transformer's point rule is
+        :func:`transformer_smallest_m` (an interpolated ``m``: its reliability is that of the
+        first grid point at or above it, the one that reaches ``rate``), its interval rule
+        :func:`transformer_consistent_m`.
+    """
+    if not 0 < rate < 1:
+        raise ValueError(f"rate must lie in (0, 1), got {rate}")
+    f_point = smallest_reliable_width(records, rate)
+    f_int = ffnn_consistent_width(records, rate)
+    t_point = transformer_smallest_m(grid, rate)
+    t_int = transformer_consistent_m(grid, rate)
+    by_dm = {(r["d"], r["m"]): r for r in grid["records"]}
+    rows = []
+    for d in sorted({r["d"] for r in records} | {r["d"] for r in grid["records"]}):
+        row = {"d": d, "ffnn_point": None, "ffnn_interval": None, "tf_point": None, "tf_interval": None}
+        for key, chosen in (("ffnn_point", f_point), ("ffnn_interval", f_int)):
+            if d in chosen:
+                r = chosen[d]
+                row[key] = _side(r["width"], r["parameters"], r["successes"], r["restarts"], level)
+        m = t_point.get(d, math.nan)
+        if np.isfinite(m):
+            at = min(mm for dd, mm in by_dm if dd == d and mm >= m - 1e-12)
+            r = by_dm[d, at]
+            row["tf_point"] = _side(m, 2 * m, r["success"], r["seeds"], level)
+        if d in t_int:
+            r = by_dm[d, t_int[d]]
+            row["tf_interval"] = _side(t_int[d], 2 * t_int[d], r["success"], r["seeds"], level)
+        for rule in ("point", "interval"):
+            f, t = row[f"ffnn_{rule}"], row[f"tf_{rule}"]
+            row[f"ratio_{rule}"] = f["parameters"] / t["parameters"] if f and t else None
+        row["floor_ratio"] = parameter_count(d, 2) / row["tf_point"]["parameters"] if row["tf_point"] else None
+        rows.append(row)
+    return rows
+
+
 def rate_table(records: list[dict]) -> tuple[list[int], list[int], np.ndarray]:
     """``(ds, widths, rates [widths, ds])`` of the FFNN records (``nan`` where a cell was not run)."""
     ds = sorted({r["d"] for r in records})
@@ -188,11 +330,52 @@ def plot_parameters(results: dict, grid: dict | None = None, rate: float = RELIA
     return fig
 
 
+def plot_reliability(results: dict, grid: dict | None = None, rate: float = RELIABILITY,
+                     widths: tuple[int, ...] = (2, 3, 4, 5), level: float = 0.95):
+    """Measured reliability of both models against ``d``, each with its exact ``level`` interval
+    (:func:`clopper_pearson`): the FFNN's success rate over its restarts for each of ``widths``, and
+    the transformer's one-step success rate at the ``m`` each rule picks
+    (:func:`matched_reliability`), with the level ``rate`` as a dotted line; legend below the axes."""
+    import matplotlib.pyplot as plt
+
+    grid = committed_results("one-step-grid") if grid is None else grid
+    records = results["records"]
+    ffnn_ds = sorted({r["d"] for r in records})
+    rows = [r for r in matched_reliability(records, grid, rate, level) if r["tf_point"] and r["d"] <= max(ffnn_ds)]
+    fig, ax = plt.subplots(figsize=(6.4, 4.8))
+    offsets = np.linspace(-0.12, 0.12, len(widths) + 2)  # spread the series a little along log2 d
+    for k, w in enumerate(widths):
+        cells = sorted((r["d"], r["successes"], r["restarts"]) for r in records if r["width"] == w)
+        if not cells:
+            continue
+        x = [2 ** (math.log2(d) + offsets[k]) for d, _, _ in cells]
+        y = np.array([s / n for _, s, n in cells])
+        ci = np.array([clopper_pearson(s, n, level) for _, s, n in cells])
+        ax.errorbar(x, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt="o-", color=f"C{k}", ms=5, capsize=3, lw=1.2,
+                    label=f"FFNN width {w} ({cells[0][2]} restarts)")
+    for j, (rule, marker) in enumerate((("point", "s"), ("interval", "D"))):
+        side = [(r["d"], r[f"tf_{rule}"]) for r in rows if r[f"tf_{rule}"]]
+        x = [2 ** (math.log2(d) + offsets[len(widths) + j]) for d, _ in side]
+        y = np.array([t["rate"] for _, t in side])
+        ci = np.array([t["interval"] for _, t in side])
+        ax.errorbar(x, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt=marker, color="k", ms=6, capsize=3,
+                    mfc="none" if j else None,
+                    label=f"transformer at the {rule}-rule $m$ ({'/'.join(sorted({str(t['n']) for _, t in side}))} draws)")
+    ax.axhline(rate, color="gray", ls=":", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ffnn_ds, [str(d) for d in ffnn_ds])
+    ax.set(xlabel="input length d", ylabel="success rate, exact 95% interval", ylim=(0, 1.03))
+    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)  # below the axes
+    fig.tight_layout()
+    return fig
+
+
 def smallest_parameters(records: list[dict], rate: float) -> dict[int, int]:
     """``{d: parameters of the smallest width succeeding in >= rate of restarts}``."""
     return {d: r["parameters"] for d, r in smallest_reliable_width(records, rate).items()}
 
 
 __all__ = ["FFNN_TRAINING", "FFNN_DTYPE", "RELIABILITY", "SIZES", "run", "transformer_smallest_m", "clopper_pearson",
-           "consistent_with", "smallest_consistent", "ffnn_consistent_width", "transformer_consistent_m",
-           "rate_table", "plot_rates", "plot_parameters", "smallest_parameters", "parameter_count"]
+           "consistent_with", "smallest_consistent", "interval_threshold", "matched_reliability", "join_restarts",
+           "MORE_SEED", "ffnn_consistent_width", "transformer_consistent_m",
+           "rate_table", "plot_rates", "plot_reliability", "plot_parameters", "smallest_parameters", "parameter_count"]

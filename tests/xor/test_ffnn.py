@@ -210,3 +210,92 @@ def test_the_interval_rule_is_the_same_for_both_models():
     grid = {"records": [{"d": 64, "m": m, "success": s, "seeds": 1000} for m, s in [(8, 712), (12, 870), (16, 888),
                                                                                   (20, 904)]]}
     assert transformer_consistent_m(grid) == {64: 16}
+
+
+def test_join_restarts_appends_the_second_batch_after_the_first():
+    from sxor.experiments import why_transformer as exp
+
+    first = train_ffnn(6, [1, 3, 4], (0, 5), restarts=3, max_steps=150, seed=6)
+    more = train_ffnn(6, [3, 4], (0, 5), restarts=2, max_steps=150, seed=6 + exp.MORE_SEED)
+    rows = exp.join_restarts(first, more)
+    assert [row.widths for row in rows] == [(1,), (3,), (4,)]
+    assert rows[0].steps.shape == (1, 3) and rows[1].steps.shape == (1, 5)
+    for k, row in enumerate(rows):
+        torch.testing.assert_close(row.steps[0, :3], first.steps[k])  # the first batch is kept as it was
+        torch.testing.assert_close(row.held_out_loss[0, :3], first.held_out_loss[k])
+        torch.testing.assert_close(row.params[0].W[:3], first.params[k].W)
+    torch.testing.assert_close(rows[2].steps[0, 3:], more.steps[1])
+    torch.testing.assert_close(rows[2].params[0].a[3:], more.params[1].a)
+    joined = width_records(rows[2])[0]
+    assert joined["restarts"] == 5 and joined["steps"] == width_records(first)[2]["steps"] + width_records(more)[1]["steps"]
+    assert joined["successes"] == width_records(first)[2]["successes"] + width_records(more)[1]["successes"]
+    with pytest.raises(ValueError, match="widths"):
+        exp.join_restarts(more, first)
+    with pytest.raises(ValueError, match="max_steps"):
+        exp.join_restarts(first, train_ffnn(6, [3], (0, 5), restarts=1, max_steps=100, seed=7))
+
+
+def test_the_full_size_measures_widths_2_to_5_from_50_restarts_and_ci_matches_it():
+    from sxor.experiments.why_transformer import SIZES
+
+    full, ci = SIZES["full"], SIZES["ci"]
+    restarts = {w: full["restarts"] + (full["more_restarts"]["restarts"] if w in full["more_restarts"]["widths"] else 0)
+                for w in full["widths"]}
+    assert all(restarts[w] >= 50 for w in (2, 3, 4, 5))
+    # the CI run is compared cell for cell with the full run: its widths must have the same restarts
+    more = ci.get("more_restarts") or {"widths": [], "restarts": 0}
+    assert all(ci["restarts"] + (more["restarts"] if w in more["widths"] else 0) == restarts[w] for w in ci["widths"])
+
+
+#: Stopping steps of the committed 10-restart run of widths 2-5 (before the second batch of
+#: restarts was added): the first 10 restarts of the committed file must still be exactly these.
+_FIRST_TEN = {
+    (8, 2): [-1, -1, -1, 1725, -1, -1, -1, 100, -1, -1], (8, 3): [100, 200, -1, -1, 100, 150, 150, -1, 200, 100],
+    (8, 4): [175, 125, 125, 250, 100, 100, 125, 100, 100, 125], (8, 5): [125, 75, 100, -1, 125, 75, 75, 125, 75, 125],
+    (16, 2): [-1, 200, 17075, -1, -1, -1, -1, -1, 125, 175], (16, 3): [-1, 125, 150, 125, 150, -1, -1, 150, 125, -1],
+    (16, 4): [150, 100, 125, 125, 150, 125, 125, 125, 150, 100], (16, 5): [75, 75, 125, 100, 100, 100, 100, -1, 100, 125],
+    (32, 2): [125, 125, -1, 200, 125, -1, -1, 125, -1, -1], (32, 3): [150, -1, 100, 225, 125, 125, 150, 125, 125, 100],
+    (32, 4): [100, 150, 150, 100, 125, 125, 125, 125, 150, 150], (32, 5): [125, 75, 100, 125, 75, 100, 100, 100, 175, 100],
+    (64, 2): [100, 175, -1, -1, -1, -1, -1, 125, 125, 125], (64, 3): [125, 125, 150, -1, 125, 125, 125, 225, 6500, 7725],
+    (64, 4): [175, 200, 125, 100, 150, 125, 6125, 125, 100, 150], (64, 5): [100, 100, 125, 150, 75, 125, 75, 100, 125, 150],
+    (128, 2): [-1, 5425, -1, -1, 225, 200, 200, 250, -1, 125], (128, 3): [125, -1, -1, 125, 200, 450, 175, 175, 175, 125],
+    (128, 4): [150, 100, 175, 175, 175, 125, 150, 100, 125, 150],
+    (128, 5): [125, 175, 175, 125, 125, 125, 125, 150, 125, 100],
+}
+
+
+def test_committed_run_keeps_the_first_ten_restarts_and_has_50_for_widths_2_to_5():
+    from sxor.results import committed_results
+
+    records = {(r["d"], r["width"]): r for r in committed_results("why-transformer")["records"]}
+    for key, steps in _FIRST_TEN.items():
+        assert records[key]["steps"][:10] == steps, key
+        assert records[key]["restarts"] == len(records[key]["steps"]) >= 50
+        assert records[key]["successes"] == sum(s > 0 for s in records[key]["steps"])
+
+
+def test_interval_threshold_and_matched_reliability_on_synthetic_data():
+    from sxor.experiments import why_transformer as exp
+
+    assert [exp.interval_threshold(n) for n in (10, 50, 1000)] == [7, 41, 881]
+    with pytest.raises(ValueError):
+        exp.interval_threshold(0)
+    records = [{"d": 64, "width": w, "parameters": parameter_count(64, w), "restarts": 50, "successes": s}
+               for w, s in [(2, 20), (3, 42), (4, 46), (5, 50)]]
+    grid = {"records": [{"d": 64, "m": m, "seeds": 1000, "success": s} for m, s in [(8, 700), (12, 885), (16, 905)]]
+            + [{"d": 128, "m": m, "seeds": 1000, "success": s} for m, s in [(8, 600), (12, 800)]]}
+    rows = exp.matched_reliability(records, grid)
+    assert [r["d"] for r in rows] == [64, 128]
+    r = rows[0]
+    assert r["ffnn_point"]["size"] == 4 and r["ffnn_interval"]["size"] == 3  # 42/50 passes the interval rule only
+    assert r["ffnn_interval"]["interval"] == pytest.approx(exp.clopper_pearson(42, 50))
+    assert r["tf_point"]["size"] == pytest.approx(12 + 4 * (0.9 - 0.885) / (0.905 - 0.885))
+    assert r["tf_point"]["successes"] == 905 and r["tf_interval"]["size"] == 12
+    assert r["ratio_point"] == pytest.approx(parameter_count(64, 4) / (2 * r["tf_point"]["size"]))
+    assert r["ratio_interval"] == pytest.approx(parameter_count(64, 3) / 24)
+    assert r["floor_ratio"] == pytest.approx(133 / (2 * r["tf_point"]["size"]))
+    assert rows[1]["ffnn_point"] is None and rows[1]["tf_point"] is None and rows[1]["ratio_point"] is None
+    fig = exp.plot_reliability({"records": records}, grid)
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "success rate, exact 95% interval" and ax.get_legend() is not None
+    assert len(ax.get_legend().get_texts()) == 4 + 2  # four widths, the transformer by each rule
