@@ -1,8 +1,9 @@
 """The collapse in the paper's class A = a I + b 1 1^T (chapter 13, "A low-rank collapse for every m_j").
 
-Hardmax exactness on random and adversarial datasets with m_j up to 8 and d up to 5, the softmax
-network certified by the rigorous certificate, the block count equal to the A = I construction,
-the failure of the circle parking at b / a >= beta* and the rank-one bound of three values."""
+Hardmax exactness on random and adversarial datasets with m_j up to 8 and d up to 5 (one sequence
+with m_j = 30 and b / a = 10^6 or a = 10^-9), the softmax network certified by the rigorous
+certificate, the block count equal to the A = I construction, the failure of the circle parking at
+b / a >= beta*, the bound beta* <= r(M) < 1/M on the circle and the rank-one bound of three values."""
 
 from __future__ import annotations
 
