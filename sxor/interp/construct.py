@@ -226,7 +226,9 @@ def ellipse_parking_spots(count: int, radius, d: int, a, b) -> list[Token]:
 
     at :math:`k_i = (b + a\,i/(\mathrm{count} + 1))/(a + b)`, :math:`i = 1, \dots, \mathrm{count}`,
     strictly between the tangent slope :math:`b/(a + b)` at :math:`P_0` and the slope :math:`1` of
-    the chord to :math:`(-s, 0)`. Rational, pairwise distinct, all of Euclidean norm
+    the chord to :math:`(-s, 0)` (:math:`q_1 < 0` iff :math:`k(a + b) > b`, :math:`q_2 < 0` iff
+    :math:`k^2 < 1`). Rational, pairwise distinct (distinct lines through :math:`P_0` meet only
+    there), all of Euclidean norm
     :math:`\ge \varrho` (as :math:`q^\top A q \le (a + 2b) \lVert q \rVert^2`). For
     :math:`b = 0` they are the circle spots of :func:`~sxor.interp.construct.leader_phase`.
 
@@ -252,7 +254,7 @@ def ellipse_parking_spots(count: int, radius, d: int, a, b) -> list[Token]:
             raise TypeError(f"{name} must be an int, got {value!r} of type {type(value).__name__}")
         if value < low:
             raise ValueError(f"{name} must be >= {low}, got {value}")
-    a, b = _low_rank_weights((a, b))
+    a, b = _low_rank_weights((a, b), ("a", "b"))
     radius = exact_scalar("radius", radius)
     if not radius > 0:
         raise ValueError(f"radius must be > 0, got {radius}")
@@ -262,7 +264,8 @@ def ellipse_parking_spots(count: int, radius, d: int, a, b) -> list[Token]:
         k = (b + a * Fraction(i, count + 1)) / (a + b)
         lam = 2 * s * (k * (a + b) - b) / (a * (1 + k * k) + b * (k - 1) ** 2)
         q = (-lam, -s + lam * k)
-        assert q[0] < 0 and q[1] < 0  # k strictly between the tangent and the chord slopes
+        if not (q[0] < 0 and q[1] < 0):  # proved: q_1 < 0 iff k (a + b) > b, q_2 < 0 iff k^2 < 1
+            raise RuntimeError(f"parking spot {i} left the negative quadrant: {q}")
         spots.append(tuple(list(q) + [Fraction(0)] * (d - 2)))
     return spots
 
@@ -306,7 +309,13 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
     start
         First moment-curve parameter tried by :func:`~sxor.interp.hats.injective_direction`.
     metric
-        ``None`` (the circle, for :math:`A = I`) or the weights ``(a, b)`` of the low-rank collapse.
+        ``None`` (the circle, for :math:`A = I`) or the weights ``(a, b)`` of the low-rank collapse,
+        exact, :math:`a > 0`, :math:`b \ge 0`.
+
+    Raises
+    ------
+    ValueError
+        for a ``metric`` that is not a pair of exact numbers with :math:`a > 0`, :math:`b \ge 0`.
     """
     lows = [min(s[:, c].min() for s in states) for c in range(d)]
     translation = tuple(1 - lo for lo in lows)
@@ -317,6 +326,8 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
     park_radius = 1 + max(box, y1)  # > |y|_1 >= |y|_2: parking spots differ from every target
     plan: list[tuple[Token, Token]] = []  # (post-translation value, destination)
     parked = 0
+    if metric is not None:  # checked even when nothing is parked: a bad metric is never silently ignored
+        metric = _low_rank_weights(metric, ("metric[0]", "metric[1]"))
     spots = (None if metric is None else
              ellipse_parking_spots(num_parked, park_radius, d, metric[0], metric[1]) if num_parked else [])
     for j, (s, y) in enumerate(zip(states, Y)):
@@ -417,11 +428,11 @@ def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
 COLLAPSES = ("identity", "rank-one", "low-rank")
 
 
-def _low_rank_weights(low_rank) -> tuple[Fraction, Fraction]:
-    """``(a, b)`` as exact Fractions with ``a > 0`` and ``b >= 0``, or a ValueError naming ``low_rank``."""
+def _low_rank_weights(low_rank, names: tuple[str, str] = ("low_rank[0]", "low_rank[1]")) -> tuple[Fraction, Fraction]:
+    """``(a, b)`` as exact Fractions with ``a > 0`` and ``b >= 0``, or a ValueError naming the argument."""
     if isinstance(low_rank, (str, bytes)) or not isinstance(low_rank, (tuple, list)) or len(low_rank) != 2:
         raise ValueError(f"low_rank must be a pair (a, b) (A = a I + b 1 1^T), got {low_rank!r}")
-    a, b = (exact_scalar(f"low_rank[{i}]", v) for i, v in enumerate(low_rank))
+    a, b = (exact_scalar(name, v) for name, v in zip(names, low_rank))
     if not a > 0:
         raise ValueError(f"low_rank = (a, b) needs a > 0 (a = 0 is rank one: at most three values survive), got a = {a}")
     if b < 0:
@@ -498,7 +509,8 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
         :math:`m_j`, parked tokens on one :math:`A`-ellipse); same block count.
     low_rank
         ``(a, b)`` with :math:`a > 0`, :math:`b \ge 0` exact, for ``collapse="low-rank"`` only
-        (default ``(1, 1)``).
+        (default ``(1, 1)``). When every :math:`m_j = 1` the network takes the mean route, which has
+        no collapse layer: ``collapse`` and ``low_rank`` are then checked but unused.
 
     Raises
     ------

@@ -15,7 +15,8 @@ the chapter "The collapse lemmas"; the exact characterisations below are this bo
 * **sphere** :math:`A = I`: a token of largest norm attends exactly to its own copies.
 * **the paper's class** :math:`A = a I + b\,u u^\top` (:func:`~sxor.interp.lemmas.low_rank_layer`):
   tokens of one sphere keep to themselves iff :math:`b/a` is below
-  :func:`~sxor.interp.lemmas.low_rank_threshold` (chapter 13, the low-rank collapse).
+  :func:`~sxor.interp.lemmas.low_rank_threshold` (chapter 13, the low-rank collapse); on the
+  circle of chapter 13 it is at most :func:`~sxor.interp.lemmas.circle_threshold_bound` :math:`< 1/M`.
 
 Every function works on exact object arrays of :class:`~fractions.Fraction` (see
 :mod:`sxor.interp.layers`); random instances are drawn with an explicit ``torch.Generator``.
@@ -351,6 +352,38 @@ def low_rank_threshold(Q: object, u: object) -> Fraction | None:
                 ratio = (r2 - dot(q, p)) / den
                 best = ratio if best is None or ratio < best else best
     return best
+
+
+def circle_threshold_bound(M: int) -> Fraction:
+    r"""An upper bound on the threshold :math:`\beta^*` of the :math:`M` circle spots of chapter 13, :math:`u = \mathbf{1}`.
+
+    The spots are :math:`q(t_i) = -\varrho\,(2t_i, 1 - t_i^2, 0, \dots, 0)/(1 + t_i^2)`,
+    :math:`t_i = i/(M + 1)`. For :math:`M \ge 3` the pair of the last two spots gives the ratio
+
+    .. math::
+        r(M) = \frac{(M + 1)(2M^2 + 2M + 1)}{2(M^2 - M - 1)(2M^2 + 4M + 1)}
+        = \frac{1}{2M} + O(M^{-2}) < \frac1M,
+
+    so :math:`\beta^* \le r(M)` (chapter 13, the circle threshold tends to zero). Exact.
+
+    Parameters
+    ----------
+    M
+        Number of parked tokens, an int :math:`\ge 3`.
+
+    Raises
+    ------
+    TypeError
+        for a non-int ``M``.
+    ValueError
+        for ``M < 3``.
+    """
+    if isinstance(M, bool) or not isinstance(M, (int, np.integer)):
+        raise TypeError(f"M must be an int, got {M!r} of type {type(M).__name__}")
+    if M < 3:
+        raise ValueError(f"M must be >= 3 (the last two spots then lie beyond the diagonal), got {M}")
+    M = int(M)
+    return Fraction((M + 1) * (2 * M * M + 2 * M + 1), 2 * (M * M - M - 1) * (2 * M * M + 4 * M + 1))
 
 
 # --------------------------------------------------------------------------------------------

@@ -187,6 +187,14 @@ CASES = {
         (lambda: M.low_rank_layer("x", 1, [1, 1]), "not a rational"),
         (lambda: M.low_rank_layer(1, 1, None), "NoneType"),
     ],
+    "circle_threshold_bound": [
+        (lambda: M.circle_threshold_bound(2), ">= 3"),
+        (lambda: M.circle_threshold_bound(-1), ">= 3"),
+        (lambda: M.circle_threshold_bound(3.0), "must be an int"),
+        (lambda: M.circle_threshold_bound(True), "must be an int"),
+        (lambda: M.circle_threshold_bound("5"), "must be an int"),
+        (lambda: M.circle_threshold_bound(None), "must be an int"),
+    ],
     "low_rank_threshold": [
         (lambda: M.low_rank_threshold(M.as_exact([[3, 4], [5, 0]]), [1, 1, 1]), r"\[d\] = \(2,\)"),
         (lambda: M.low_rank_threshold(M.as_exact([[3, 4], [5, 0]]), [0, 0]), "nonzero"),

@@ -1,8 +1,9 @@
 """The collapse in the paper's class A = a I + b 1 1^T (chapter 13, "A low-rank collapse for every m_j").
 
-Hardmax exactness on random and adversarial datasets with m_j up to 8 and d up to 5, the softmax
-network certified by the rigorous certificate, the block count equal to the A = I construction,
-the failure of the circle parking at b / a >= beta* and the rank-one bound of three values."""
+Hardmax exactness on random and adversarial datasets with m_j up to 8 and d up to 5 (one sequence
+with m_j = 30 and b / a = 10^6 or a = 10^-9), the softmax network certified by the rigorous
+certificate, the block count equal to the A = I construction, the failure of the circle parking at
+b / a >= beta*, the bound beta* <= r(M) < 1/M on the circle and the rank-one bound of three values."""
 
 from __future__ import annotations
 
@@ -169,3 +170,47 @@ def test_ellipse_spots_refuse_non_int_sizes():
     for call in (lambda: ellipse_parking_spots(3.0, 1, 2, 1, 1), lambda: ellipse_parking_spots(3, 1, True, 1, 1)):
         with pytest.raises(TypeError, match="must be an int"):
             call()
+
+
+@pytest.mark.parametrize("m, d, low_rank", [(30, 2, (1, 10**6)), (30, 3, (Fraction(1, 10**9), 1)), (24, 4, (7, Fraction(1, 3)))])
+def test_large_m_and_extreme_weights(m, d, low_rank):
+    # the lemma holds for every m_j; the tests above stop at 8: one sequence with m_j = 30, b/a = 10^6
+    # (nearly rank one) and a = 10^-9
+    X, Y = random_dataset(1, m + 2, m, d, seed=m + d)
+    T = construct(X, Y, collapse="low-rank", low_rank=low_rank)
+    assert all(e == 0 for e in interpolation_errors(T, X, Y))
+    assert T.num_blocks == construct(X, Y).num_blocks
+
+
+@pytest.mark.parametrize("a, b", [(1, 10**6), (Fraction(1, 10**12), 1), (10**6, 1), (1, 0)])
+def test_many_ellipse_spots_with_extreme_weights(a, b):
+    rho = Fraction(3)
+    spots = ellipse_parking_spots(200, rho, 3, a, b)
+    a, b = Fraction(a), Fraction(b)
+    assert len(set(spots)) == 200
+    assert len({a * (q[0] ** 2 + q[1] ** 2) + b * (q[0] + q[1]) ** 2 for q in spots}) == 1
+    assert all(q[0] < 0 and q[1] < 0 and q[2] == 0 and q[0] ** 2 + q[1] ** 2 >= rho ** 2 for q in spots)
+
+
+def test_leader_phase_refuses_a_bad_metric_even_with_nothing_parked():
+    from sxor.interp.construct import leader_phase, separation_phase
+
+    X, Y = random_dataset(2, 3, 1, 2, seed=1)  # every m_j = 1: no parked token
+    sep = separation_phase([x.copy() for x in X], 2, shift=True)
+    for bad, match in (((0, 1), "a > 0"), ((1, -1), "b >= 0"), ((1.5, 1), "metric\\[0\\]")):
+        with pytest.raises(ValueError, match=match):
+            leader_phase(sep.states, Y, 2, sep.start, metric=bad)
+
+
+def test_circle_threshold_is_at_most_the_last_pair_bound():
+    # proved: beta*(Q_M) <= r(M) < 1/M for M >= 3 (the pair of the last two spots); measured: equality
+    from sxor.interp.lemmas import circle_threshold_bound
+
+    r = Fraction(10)
+    for M in (3, 4, 5, 8, 13, 20, 40):
+        spots = [_parking_spot(i, M, r, 2) for i in range(1, M + 1)]
+        q, p = spots[-1], spots[-2]
+        pair = (r * r - dot(q, p)) / (sum(q) * (sum(p) - sum(q)))
+        assert sum(q) * (sum(p) - sum(q)) > 0 and pair == circle_threshold_bound(M)
+        beta = low_rank_threshold(as_exact(spots), [1, 1])
+        assert beta <= circle_threshold_bound(M) < Fraction(1, M)
