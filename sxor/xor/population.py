@@ -177,6 +177,53 @@ def _rows_times(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     return (Ab @ Vb).sum(-3)
 
 
+#: Shortest ``d`` at which :func:`_queries_times` and :func:`_times_rows` switch from one batched
+#: matrix product to matrix-vector products over blocks of ``_MV_BLOCK`` columns of ``V^T [m, d]``:
+#: at these lengths MKL's skinny ``gemm`` streams ``V`` at about a third of the read rate and its
+#: ``gemv`` at most of it, and the vectors of one block reuse that block from cache.
+_MV_MIN_D = 2**16
+_MV_BLOCK = 8192
+
+
+def _mv_path(Vt: torch.Tensor, A: torch.Tensor) -> bool:
+    """Whether ``A [..., k, *]`` times ``Vt [..., m, d]`` takes the blocked matrix-vector path: a
+    CPU tensor, ``d >= _MV_MIN_D``, rows of ``Vt`` contiguous, at most 3 dimensions, same batch."""
+    return (Vt.device.type == "cpu" and Vt.shape[-1] >= _MV_MIN_D and Vt.stride(-1) == 1
+            and Vt.dim() in (2, 3) and A.dim() == Vt.dim() and A.shape[:-2] == Vt.shape[:-2])
+
+
+def _queries_times(Q: torch.Tensor, Vt: torch.Tensor) -> torch.Tensor:
+    """``Q @ Vt`` for queries ``Q [..., k, m]`` and ``Vt = V^T [..., m, d]``: the scores of ``k``
+    queries, ``[..., k, d]``, in one pass over ``V`` (see ``_MV_MIN_D``)."""
+    if not _mv_path(Vt, Q):
+        return Q @ Vt
+    if Vt.dim() == 3:
+        return torch.stack([_queries_times(q, v) for q, v in zip(Q, Vt)])
+    d = Vt.shape[-1]
+    out = torch.empty(Q.shape[0], d, dtype=Vt.dtype)
+    for c in range(0, d, _MV_BLOCK):
+        block = Vt[:, c:c + _MV_BLOCK].T
+        for i in range(Q.shape[0]):
+            torch.mv(block, Q[i], out=out[i, c:c + _MV_BLOCK])
+    return out
+
+
+def _times_rows(R: torch.Tensor, Vt: torch.Tensor) -> torch.Tensor:
+    """``R @ Vt^T`` for rows ``R [..., k, d]`` and ``Vt = V^T [..., m, d]`` (``R V``), ``[..., k, m]``,
+    in one pass over ``V``; blocked over ``d``, so the same products summed in another order."""
+    if not _mv_path(Vt, R):
+        return _rows_times(R, Vt.transpose(-1, -2))
+    if Vt.dim() == 3:
+        return torch.stack([_times_rows(r, v) for r, v in zip(R, Vt)])
+    d = Vt.shape[-1]
+    out = torch.zeros(R.shape[0], Vt.shape[0], dtype=Vt.dtype)
+    for c in range(0, d, _MV_BLOCK):
+        block = Vt[:, c:c + _MV_BLOCK]
+        for i in range(R.shape[0]):
+            out[i].addmv_(block, R[i, c:c + _MV_BLOCK])
+    return out
+
+
 #: Bytes of ``V`` per block of instances in :func:`one_step`: small enough for the CPU's last-level
 #: cache, so that the second and third passes over a block read it from cache, not from memory.
 _CACHE_BYTES = 4 * 2**20
@@ -243,7 +290,7 @@ def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bo
     phi = attention_kind(kind)
     theta0 = theta0.to(Vt.dtype)
     rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if check_rows else theta0.unsqueeze(-2)
-    first = rows @ Vt  # [..., 1 or 2, d]
+    first = _queries_times(rows, Vt)  # [..., 1 or 2, d]
     if check_rows and not bool(torch.isfinite(first[..., 1, :]).all()):
         check_finite("V", Vt)  # names the problem; passes only if a finite row sum overflowed
     s = first[..., 0, :] if scale is None else first[..., 0, :] * scale
@@ -252,11 +299,11 @@ def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bo
     r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
     if scale is not None:
         r = r * scale.unsqueeze(-2)
-    grads = _rows_times(r, Vt.transpose(-1, -2))  # [..., 2, m]
+    grads = _times_rows(r, Vt)  # [..., 2, m]
     step = eta.unsqueeze(-1).unsqueeze(-1)
     new = torch.stack([theta0, -theta0], -2) - step * grads  # [..., 2, m]
     queries = torch.cat([new, -grads], -2) if limit else new
-    new_scores = queries @ Vt  # [..., 2 or 4, d]
+    new_scores = _queries_times(queries, Vt)  # [..., 2 or 4, d]
     if scale is not None:
         new_scores = new_scores * scale.unsqueeze(-2)
     weights = phi.weights(new_scores[..., :2, :])

@@ -24,7 +24,10 @@ from .data import random_support, sphere_embeddings
 
 
 class Instances(NamedTuple):
-    """A batch of random instances: ``V [S, d, m]``, ``theta0 [S, m]``, ``support [S, 2]``."""
+    """A batch of random instances: ``V [S, d, m]``, ``theta0 [S, m]``, ``support [S, 2]``.
+
+    :func:`random_instances` stores ``V`` as ``[S, m, d]`` and returns its transposed view, so
+    ``V.transpose(-1, -2)`` is contiguous (the layout the one-step kernels read fastest)."""
 
     V: torch.Tensor
     theta0: torch.Tensor
@@ -43,7 +46,9 @@ def random_instances(
     """Instances ``seed, seed + 1, ..., seed + num - 1``, stacked along a leading axis."""
     check_dims(d, m)
     device = torch.device(device) if device is not None else torch.device("cpu")
-    V = torch.empty(num, d, m, dtype=dtype, device=device)
+    # Stored [num, m, d] (contiguous along d, where the one-step kernels stream fastest) and
+    # returned as the transposed view [num, d, m]: the same numbers as a contiguous draw.
+    V = torch.empty(num, m, d, dtype=dtype, device=device).transpose(-1, -2)
     theta0 = torch.empty(num, m, dtype=dtype, device=device)
     support = torch.empty(num, 2, dtype=torch.long, device=device)
     gen = torch.Generator(device=device)
