@@ -278,6 +278,46 @@ class StepAndLimit(NamedTuple):
     head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
 
 
+def _gram_and_pair(W: torch.Tensor, support: torch.Tensor):
+    """For stacked weights ``W = [g, h] [..., 2, d]``: ``W`` expanded to the support's batch, the
+    Gram matrix ``W W^T [..., 2, 2]`` (``g.g, g.h, h.h`` in one product), ``P = g * h`` and the
+    support indices ``[..., 2, 2]`` (the same pair for both rows)."""
+    shape = batch_shape(W.shape[:-2], support.shape[:-1])
+    W = W.expand(*shape, *W.shape[-2:])
+    sup = support.to(W.device).unsqueeze(-2).expand(*shape, 2, 2)
+    return W, W @ W.transpose(-1, -2), W[..., 0, :] * W[..., 1, :], sup
+
+
+def _softmax_pullback_rows(s: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """``[J^T dL/dg, J^T dL/dh] [..., 2, d]`` for softmax heads with scores ``s`` and ``-s``: the
+    formulas of :func:`grad_from_weights` and the softmax pullback ``g * (u - <g, u>)``, fused into
+    a few passes over ``[..., 2, d]`` (equal to rounding).
+
+    With ``P = g h``: ``dL/dg = ||h||^2 g + h (2 g.h - 2 P)`` and ``dL/dh = ||g||^2 h + g (2 g.h - 2 P)``,
+    less the label terms at the support.
+    """
+    W = torch.softmax(torch.stack([s, -s], -2), -1)  # [..., 2, d]: g, h
+    W, G, P, sup = _gram_and_pair(W, support)
+    T = torch.add(2 * G[..., 0, 1:2], P, alpha=-2)  # 2 g.h - 2 P, [..., d]
+    du = W * torch.stack([G[..., 1, 1], G[..., 0, 0]], -1).unsqueeze(-1)  # [hh g, gg h]
+    du[..., 0, :].addcmul_(W[..., 1, :], T)
+    du[..., 1, :].addcmul_(W[..., 0, :], T)
+    du.scatter_add_(-1, sup, -W.gather(-1, sup.flip(-1)).flip(-2))  # -(h_b, h_a) and -(g_b, g_a)
+    dots = (W.unsqueeze(-2) @ du.unsqueeze(-1)).squeeze(-1)  # <g, du_g>, <h, du_h>: [..., 2, 1]
+    return du.sub_(dots).mul_(W)
+
+
+def _loss_rows(W: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """:func:`loss_from_weights` for stacked weights ``W = [g, h] [..., 2, d]`` (three passes over
+    ``[..., d]`` instead of seven; equal to rounding)."""
+    W, G, P, sup = _gram_and_pair(W, support)
+    diag = (P.unsqueeze(-2) @ P.unsqueeze(-1))[..., 0, 0]
+    picked = W.gather(-1, sup)  # [[g_a, g_b], [h_a, h_b]]
+    label = picked[..., 0, 0] * picked[..., 1, 1] + picked[..., 0, 1] * picked[..., 1, 0]
+    gg, gh, hh = G[..., 0, 0], G[..., 0, 1], G[..., 1, 1]
+    return 0.5 * (gg * hh + 2 * gh**2 - 2 * diag) - label + 0.5
+
+
 def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bool = False, limit: bool = False):
     """One step from ``(theta0, -theta0)`` in three passes over ``Vt = V^T [..., m, d]``.
 
@@ -289,14 +329,20 @@ def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bo
     """
     phi = attention_kind(kind)
     theta0 = theta0.to(Vt.dtype)
-    rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if check_rows else theta0.unsqueeze(-2)
+    # A non-finite entry of V makes its score non-finite (inf * 0 = nan) unless BLAS skips a zero
+    # query coordinate, so a row of ones joins the scores only when theta0 has a zero entry.
+    ones = check_rows and bool((theta0 == 0).any())
+    rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if ones else theta0.unsqueeze(-2)
     first = _queries_times(rows, Vt)  # [..., 1 or 2, d]
-    if check_rows and not bool(torch.isfinite(first[..., 1, :]).all()):
-        check_finite("V", Vt)  # names the problem; passes only if a finite row sum overflowed
+    if check_rows and not bool(torch.isfinite(first[..., -1, :]).all()):
+        check_finite("V", Vt)  # names the problem; passes only if a finite score overflowed
     s = first[..., 0, :] if scale is None else first[..., 0, :] * scale
-    g, h = phi.weights(s), phi.weights(-s)
-    du_g, du_h = grad_from_weights(g, h, support)
-    r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
+    if kind == "softmax":
+        r = _softmax_pullback_rows(s, support)
+    else:
+        g, h = phi.weights(s), phi.weights(-s)
+        du_g, du_h = grad_from_weights(g, h, support)
+        r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
     if scale is not None:
         r = r * scale.unsqueeze(-2)
     grads = _times_rows(r, Vt)  # [..., 2, m]
@@ -308,7 +354,8 @@ def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bo
         new_scores = new_scores * scale.unsqueeze(-2)
     weights = phi.weights(new_scores[..., :2, :])
     g1, h1 = weights[..., 0, :], weights[..., 1, :]
-    result = OneStepResult(new[..., 0, :], new[..., 1, :], loss_from_weights(g1, h1, support), g1, h1)
+    loss = _loss_rows(weights, support) if kind == "softmax" else loss_from_weights(g1, h1, support)
+    result = OneStepResult(new[..., 0, :], new[..., 1, :], loss, g1, h1)
     if not limit:
         return result
     heads = new_scores[..., 2:, :].argmax(-1)
