@@ -321,9 +321,10 @@ def _loss_rows(W: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
 def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bool = False, limit: bool = False):
     """One step from ``(theta0, -theta0)`` in three passes over ``Vt = V^T [..., m, d]``.
 
-    Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``), plus the row sums of ``V`` when
-    ``check_rows`` (a row with a nan or an inf has a non-finite sum, so this checks ``V`` at no
-    extra pass). Pass 2: both heads' gradients ``V^T [r, r~]`` in one product. Pass 3: both heads'
+    Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``); with ``check_rows`` a non-finite
+    score flags a non-finite ``V`` at no extra pass (plus the row sums of ``V`` when ``theta0`` has
+    a zero entry, which a BLAS may skip). For softmax the elementwise work between the passes is
+    fused over the stacked heads (:func:`_softmax_pullback_rows`, :func:`_loss_rows`). Pass 2: both heads' gradients ``V^T [r, r~]`` in one product. Pass 3: both heads'
     new scores ``V [theta1, theta1~]`` (and ``V [-grad, -grad~]`` for the argmax limit). With
     ``scale [..., d]`` the embeddings are ``V = diag(scale) Vt^T`` (rows normalised on the fly).
     """
