@@ -116,3 +116,17 @@ def test_blocked_matrix_vector_passes_give_the_same_step(monkeypatch, limit):
 def test_random_instances_store_v_contiguous_along_d():
     inst = random_instances(2, 16, 3, seed=0)
     assert inst.V.shape == (2, 16, 3) and inst.V.transpose(-1, -2).is_contiguous()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("zero_query", [False, True])
+def test_non_finite_v_is_refused_from_the_first_pass(bad, zero_query):
+    """A non-finite entry of V is caught from the scores, also where theta0 is zero in its column."""
+    inst = random_instances(2, 64, 4, seed=2)
+    V, theta0 = inst.V.clone(), inst.theta0.clone()
+    if zero_query:
+        theta0[:, 1:] = 0
+        theta0[:, 0] = 1
+    V[1, 5, 2] = bad
+    with pytest.raises(ValueError, match="V"):
+        sxor.one_step(V, theta0, inst.support, 1e3)
