@@ -187,7 +187,10 @@ _MV_BLOCK = 8192
 
 def _mv_path(Vt: torch.Tensor, A: torch.Tensor) -> bool:
     """Whether ``A [..., k, *]`` times ``Vt [..., m, d]`` takes the blocked matrix-vector path: a
-    CPU tensor, ``d >= _MV_MIN_D``, rows of ``Vt`` contiguous, at most 3 dimensions, same batch."""
+    CPU tensor, ``d >= _MV_MIN_D``, rows of ``Vt`` contiguous, at most 3 dimensions, same batch,
+    and no autograd graph to record (the products write into slices of one output)."""
+    if torch.is_grad_enabled() and (Vt.requires_grad or A.requires_grad):
+        return False
     return (Vt.device.type == "cpu" and Vt.shape[-1] >= _MV_MIN_D and Vt.stride(-1) == 1
             and Vt.dim() in (2, 3) and A.dim() == Vt.dim() and A.shape[:-2] == Vt.shape[:-2])
 
