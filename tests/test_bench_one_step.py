@@ -130,18 +130,3 @@ def test_non_finite_v_is_refused_from_the_first_pass(bad, zero_query):
     V[1, 5, 2] = bad
     with pytest.raises(ValueError, match="V"):
         sxor.one_step(V, theta0, inst.support, 1e3)
-
-
-def test_sweep_m_reuses_one_buffer_and_keeps_every_chunk():
-    """Chunks drawn into one buffer give the same numbers as chunks drawn fresh, and returned
-    views of the buffer (here the support) are not overwritten by later chunks."""
-    from sxor.xor.sweeps import nested_instances, sweep_m
-
-    def measure(batch):
-        return {"support": batch.support, "z0": batch.Z[:, 0, 0]}
-
-    small = sweep_m(measure, 7, 64, [3, 5], budget_bytes=2 * 64 * 5 * 8 * 2)  # chunks of 2
-    whole = nested_instances(7, 64, 5)
-    for m in (3, 5):
-        assert torch.equal(small[m]["support"], whole.support)
-        assert torch.equal(small[m]["z0"], whole.Z[:, 0, 0])

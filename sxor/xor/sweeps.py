@@ -140,26 +140,15 @@ def nested_instances(
     seed: int = 0,
     dtype: torch.dtype = torch.float64,
     device: torch.device | str | None = None,
-    out: NestedInstances | None = None,
 ) -> NestedInstances:
     """Instances ``seed, ..., seed + num - 1`` for every ``m <= m_max`` at once: instance ``k``
     draws, from a generator seeded with ``seed + k``, a ``d x m_max`` Gaussian matrix, a Gaussian
-    ``m_max``-vector and a support. The instance depends on ``m_max`` (keep it fixed to compare runs).
-
-    ``out`` (a :class:`NestedInstances` of at least ``num`` instances of this ``d``, ``m_max``,
-    dtype and device) is filled and its first ``num`` rows returned, so that a sweep reuses one
-    buffer for all its chunks instead of allocating (and fragmenting) a new one per chunk."""
+    ``m_max``-vector and a support. The instance depends on ``m_max`` (keep it fixed to compare runs)."""
     check_dims(d, m_max)
     device = torch.device(device) if device is not None else torch.device("cpu")
-    if out is None:
-        Z = torch.empty(num, m_max, d, dtype=dtype, device=device)
-        z_theta = torch.empty(num, m_max, dtype=dtype, device=device)
-        support = torch.empty(num, 2, dtype=torch.long, device=device)
-    else:
-        if (out.Z.shape[0] < num or out.Z.shape[1:] != (m_max, d) or out.Z.dtype != dtype
-                or out.Z.device.type != device.type):
-            raise ValueError(f"out must hold at least {num} instances [m_max={m_max}, d={d}] of {dtype} on {device}")
-        Z, z_theta, support = out.Z[:num], out.z_theta[:num], out.support[:num]
+    Z = torch.empty(num, m_max, d, dtype=dtype, device=device)
+    z_theta = torch.empty(num, m_max, dtype=dtype, device=device)
+    support = torch.empty(num, 2, dtype=torch.long, device=device)
     gen = torch.Generator(device=device)
     for k in range(num):
         gen.manual_seed(seed + k)
@@ -221,18 +210,13 @@ def sweep_m(
     size = max(1, int(budget_bytes // (2 * d * m_max * torch.finfo(dtype).bits // 8)))
     parts: dict[int, dict[str, list[torch.Tensor]]] = {m: {} for m in ms}
     total = math.ceil(num_seeds / size)
-    buffer = None  # one buffer for every chunk's draws: peak memory independent of the chunk count
     for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={ms[0]}..{ms[-1]}"):
-        nested = nested_instances(len(block), d, m_max, seed=seed + block.start, dtype=dtype, device=device,
-                                  out=buffer)
-        if buffer is None:
-            buffer = nested
+        nested = nested_instances(len(block), d, m_max, seed=seed + block.start, dtype=dtype, device=device)
         sq_norms, done = torch.zeros(len(block), d, dtype=dtype, device=nested.Z.device), 0
         for m in ms:
             _accumulate_sq_norms(nested.Z, sq_norms, done, m)
             done = m
             for key, value in measure(at_m(nested, m, sq_norms=sq_norms)).items():
-                # a copy: a value may be a view of the buffer that the next chunk overwrites
-                parts[m].setdefault(key, []).append(value.detach().to("cpu", copy=True))
+                parts[m].setdefault(key, []).append(value.detach().cpu())
         del nested
     return {m: {key: torch.cat(values) for key, values in p.items()} for m, p in parts.items()}
