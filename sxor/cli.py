@@ -1,9 +1,13 @@
-"""Command line: ``python -m sxor list`` and ``python -m sxor run NAME [--size full] [--device cuda]``.
+"""Command line: ``python -m sxor list``, ``python -m sxor run NAME [--size full] [--device cuda]`` and
+``python -m sxor certify FILE``.
 
 ``run`` calls :func:`sxor.experiments.run` and writes ``NAME.json`` (records plus command,
-device, versions, date and wall time) and, when the experiment has a plot, ``NAME.png``, by
-default into :data:`sxor.results.RESULTS_DIR`, where :func:`sxor.results.committed_results`
-reads them.
+device, versions, date and wall time) and, when the experiment has a plot, ``NAME.png``. A
+full-size run goes by default into :data:`sxor.results.RESULTS_DIR`, where
+:func:`sxor.results.committed_results` reads it; a CI-size run goes by default into
+``./sxor-ci-results`` (:data:`CI_OUT`), so it never replaces a committed full run. Whatever
+``--out`` says, a results file made by a full run is not replaced by a CI run unless
+``--replace-full`` is given.
 
 ``python -m sxor certify FILE [--tau T]`` builds the softmax network of chapter 13 for the dataset
 in ``FILE`` (formats: :mod:`sxor.interp.datafile`) and prints its block count, ``tau_max`` and the
@@ -20,6 +24,20 @@ from pathlib import Path
 from . import experiments
 from .results import RESULTS_DIR, save_results
 
+#: Default output folder of a CI-size run (relative to the working directory).
+CI_OUT = Path("sxor-ci-results")
+
+
+def _size_of(path: Path) -> str | None:
+    """The ``params.size`` of an existing results file (None when absent or unreadable)."""
+    import json
+
+    try:
+        size = json.loads(path.read_text()).get("params", {}).get("size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return size if isinstance(size, str) else None
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line on ``argv`` (default: the process's arguments); return the exit status."""
@@ -30,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("name")
     run.add_argument("--size", choices=list(experiments.SIZES), default="ci")
     run.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    run.add_argument("--out", type=Path, default=RESULTS_DIR, help=f"output folder (default {RESULTS_DIR})")
+    run.add_argument("--out", type=Path, default=None,
+                     help=f"output folder (default {RESULTS_DIR} for --size full, ./{CI_OUT} for --size ci)")
+    run.add_argument("--replace-full", action="store_true",
+                     help="allow a CI run to replace a results file made by a full run")
     cert = sub.add_parser("certify", help="build the softmax network for a dataset file and certify it")
     cert.add_argument("file", type=Path, help="a .json or .npz dataset (see sxor.interp.datafile)")
     cert.add_argument("--tau", default=None, help="temperature, a rational such as 1/10 (default: about tau_max / 2)")
@@ -44,8 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     exp = experiments.get(args.name)
+    out = args.out if args.out is not None else (RESULTS_DIR if args.size == "full" else CI_OUT)
+    target = out / f"{exp.name}.json"
+    if args.size != "full" and not args.replace_full and _size_of(target) == "full":
+        parser.error(f"{target} holds a full-size run; a {args.size} run would replace it: "
+                     "choose another --out, or pass --replace-full")
     results = experiments.run(exp.name, args.size, args.device)
-    path = save_results(args.out / f"{exp.name}.json", results)
+    path = save_results(target, results)
     print(f"wrote {path} ({results['meta']['wall_seconds']:.0f} s)")
     if exp.plot is not None:
         import matplotlib

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import platform
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,48 @@ import torch
 #: ``sxor`` (Colab) has them too. The command line writes here and :func:`committed_results`
 #: reads here, so there is one copy of each file.
 RESULTS_DIR = Path(__file__).resolve().parent / "committed"
+
+
+def available_devices() -> list[str]:
+    """The device strings this process can use: ``cpu``, ``cuda:0`` ... and ``mps`` when present."""
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        names.append("mps")
+    return names
+
+
+def check_device(name: str, device: object) -> torch.device | None:
+    """Require ``None``, a ``torch.device`` or a device string that exists and is available here.
+
+    Returns the ``torch.device`` (``None`` stays ``None``: the default device). An unknown string
+    (``"tpu"``, ``"gpu0"``) or a device this process cannot use (``"cuda"`` without a GPU,
+    ``"cuda:7"`` on a machine with one) raises :class:`ValueError` listing the available ones.
+    """
+    if device is None:
+        return None
+    if isinstance(device, (bool, np.bool_)) or not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a device string such as 'cpu' or 'cuda', got "
+                                f"{type(device).__name__} {device!r}")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise ValueError(f"{name} {device!r} is not a device; available here: {available_devices()}") from None
+    if dev.type in ("cpu", "meta"):  # meta: shapes only, nothing allocated (tests of the size guards)
+        return dev
+    if dev.type == "cuda":
+        ok = torch.cuda.is_available() and (dev.index is None or dev.index < torch.cuda.device_count())
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        ok = mps is not None and mps.is_available()
+    else:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} {str(dev)!r} is not available in this process; available here: "
+                         f"{available_devices()}")
+    return dev
 
 
 def provenance(device: torch.device | str, command: str | None = None) -> dict[str, Any]:
@@ -50,9 +93,53 @@ def save_results(path: str | Path, results: dict) -> Path:
     return path
 
 
-def load_results(path: str | Path) -> dict:
-    """Read a results file written by :func:`save_results`."""
-    return json.loads(Path(path).read_text())
+def load_results(path: str | Path, *, remake: str | None = None) -> dict:
+    """Read a results file written by :func:`save_results`.
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    remake
+        The command that regenerates the file, quoted in every error (default: none quoted).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        When ``path`` is a directory or unreadable, is empty, is not valid JSON (truncated, say),
+        is not a JSON object, or holds neither ``experiment`` with a list of ``records`` (a run)
+        nor ``benchmark`` (a file of ``benchmarks/``); the message names the file (and the
+        command that regenerates it).
+    """
+    path = Path(path)
+    fix = f"; regenerate it with `{remake}`" if remake else ""
+    if not path.exists():
+        raise FileNotFoundError(f"no results file {path}{fix}")
+    if not path.is_file():
+        raise ValueError(f"the results file {path} is not a file (a directory?){fix}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read the results file {path}: {err}{fix}") from None
+    if not text.strip():
+        raise ValueError(f"the results file {path} is empty{fix}")
+    try:
+        results = json.loads(text)
+    except ValueError as err:
+        raise ValueError(f"the results file {path} is not valid JSON (truncated?): {err}{fix}") from None
+    if not isinstance(results, dict):
+        raise ValueError(f"the results file {path} holds a JSON {type(results).__name__}, not an object{fix}")
+    is_run = "experiment" in results and isinstance(results.get("records"), list)
+    if not (is_run or "benchmark" in results):
+        raise ValueError(f"the results file {path} lacks 'experiment' and a list of 'records' "
+                         f"(or, for a benchmark, 'benchmark'){fix}")
+    return results
+
+
+#: An experiment name: letters, digits, '-' and '_', starting with a letter or digit.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 def committed_results(name: str) -> dict:
@@ -64,7 +151,8 @@ def committed_results(name: str) -> dict:
     Parameters
     ----------
     name
-        The experiment's name, e.g. ``"one-step-grid"`` (no path, no extension).
+        The experiment's name, e.g. ``"one-step-grid"`` (letters, digits, ``-`` and ``_``; no
+        path, no extension).
 
     Raises
     ------
@@ -72,16 +160,17 @@ def committed_results(name: str) -> dict:
         When the file is missing; the message gives the command that makes it,
         ``python -m sxor run NAME --size full``.
     ValueError
-        When ``name`` is not a plain name.
+        When ``name`` is not a plain name, and when the file is a directory, unreadable, empty,
+        not valid JSON, not an object or without ``records`` (the message names the file and the
+        command that regenerates it).
     """
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"name must be an experiment name such as 'one-step-grid', got {name!r}")
     path = RESULTS_DIR / f"{name}.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no committed results file {path}; make it with `python -m sxor run {name} --size full`"
-        )
-    return load_results(path)
+    command = f"python -m sxor run {name} --size full"
+    if not path.exists():
+        raise FileNotFoundError(f"no committed results file {path}; make it with `{command}`")
+    return load_results(path, remake=command)
 
 
 def finite_or_none(x: float) -> float | None:

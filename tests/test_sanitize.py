@@ -46,6 +46,12 @@ def test_there_are_rules():
         ("loss 1.42e-06", "loss 1.43e-06"),
         ("max difference 0.0e+00", "max difference 2.0e-03"),  # zero against a real error
         ("10.0e+00", "0.0e+00"),
+        ("lr 0.00301", "lr 0.00307"),  # a chosen format with more than 4 decimals: compared in full
+        ("0.497535", "0.497536"),
+        ("0.123456789", "0.123456788"),  # 9 decimals: a chosen format, not a bare repr
+        ("12.3456789012345", "12.3457789012345"),  # the 4th decimal of a bare repr
+        ("-1.5e-10", "1.5e-10"),  # at the 1e-10 edge: compared
+        ("2.0e-10", "3.0e-10"),
     ],
 )
 def test_a_real_change_still_fails(stored, fresh):
@@ -59,8 +65,10 @@ def test_a_real_change_still_fails(stored, fresh):
         ("-0.0000", "0.0000"),
         ("tensor([-0.0000, 1.0000])", "tensor([0.0000, 1.0000])"),
         ("0.1234567890123", "0.1234999999999"),
+        ("0.30000000000000004", "0.3000000000000001"),  # bare reprs of the same sum in two orders
         ("max error 8.6e-16", "max error 2.2e-17"),
         ("moved 3.11e-12", "moved 5.58e-13"),
+        ("9.9e-11", "1.2e-11"),  # just below 1e-10
         ("max difference 0.0e+00", "max difference 1.1e-16"),  # exact on one machine, not another
         ("max difference 0e+00", "max difference -2.2e-16"),
     ],

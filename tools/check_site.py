@@ -11,6 +11,10 @@ Usage: ``python tools/check_site.py _build/html [--browser]``. Exit status 1 on 
   most :data:`MAX_FIGURE_PX` pixels wide (wider ones are shrunk until their labels are unreadable);
 * no line of a code cell, an output or a code block is longer than :data:`MAX_LINE` characters
   (it would be clipped at 1400 px);
+* no MyST directive or role text is visible as prose (a fence such as ```` ```{prf:proof} ````, a
+  role such as ``{prf:ref}`x```, an option line such as ``:label:``): the sign of a directive
+  that did not parse (:func:`check_directive_text`); and no exercise has two solutions
+  (:func:`check_solutions`);
 * nothing forces the page wider than a phone's screen where that is visible in the HTML: a table
   outside a scrolling container, an element with a fixed width over :data:`PHONE_WIDTH` pixels,
   a display equation far too long for the page (estimated from its TeX, see
@@ -277,6 +281,8 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
     if not articles:
         return 'class="math' in text
     article = articles[0]
+    check_directive_text(article, name, problems)
+    check_solutions(article, name, problems)
 
     for img in article.find("img"):
         if "_static" in img.attrs.get("src", ""):
@@ -382,6 +388,49 @@ def check_offline(page: Path, site: Path, problems: list[str]) -> None:
 #: book's style (sxor/book.mplstyle) sets text of 12-13 pt, 17-18 px at 100 dpi, so below 0.45 of
 #: its size a label is under 8 CSS px.
 MIN_PHONE_SCALE = 0.45
+
+
+#: MyST syntax that must never reach a reader as text: a directive fence, a role, an option line.
+DIRECTIVE_TEXT = re.compile(
+    r"(`{3,}|~{3,}|:{3,})\{[\w:-]+\}"          # ```{prf:proof}, :::{note}
+    r"|\{[a-z][\w-]*(:[\w-]+)*\}`"                # {prf:ref}`...`, {ref}`...`, {doc}`...`
+    r"|(^|\n)[ \t]*:(label|class|name|nonumber|enumerated|hidden|width|align|figwidth):[ \t]"
+)
+#: Elements whose text shows code on purpose (directive syntax there is an example, not a bug).
+CODE_TAGS = {"pre", "code", "script", "style", "kbd", "samp"}
+
+
+def visible_prose(node: Node) -> str:
+    """The text of ``node`` outside code elements and highlighted blocks, as a reader sees it."""
+    if isinstance(node, str):
+        return node
+    if node.tag in CODE_TAGS or node.classes & {"highlight", "cell_input", "cell_output"}:
+        return " "
+    return "".join(c if isinstance(c, str) else visible_prose(c) for c in node.children)
+
+
+def check_directive_text(article: Node, name: str, problems: list[str]) -> None:
+    """Directive or role syntax visible as prose in the page (it failed to parse)."""
+    prose = visible_prose(article)
+    for match in list(DIRECTIVE_TEXT.finditer(prose))[:3]:
+        at = match.start()
+        context = " ".join(prose[max(0, at - 20): at + 50].split())
+        problems.append(f"{name}: MyST syntax shown as text ({match.group(0).strip()!r}): ...{context}... "
+                        "(a directive or role that did not parse: check its fence and info string)")
+
+
+def check_solutions(article: Node, name: str, problems: list[str]) -> None:
+    """An exercise (sphinx-exercise) with more than one solution on the page."""
+    counts: dict[str, int] = {}
+    for div in article.find("div", "solution"):
+        titles = [p for p in div.find("p", "admonition-title")][:1]
+        links = titles[0].find("a") if titles else []
+        target = links[0].attrs.get("href", "?") if links else "?"
+        counts[target] = counts.get(target, 0) + 1
+    for target, count in sorted(counts.items()):
+        if count > 1:
+            problems.append(f"{name}: {count} solutions to the exercise {target}: keep one")
+
 
 BROWSER_PAGE = """<!DOCTYPE html><html><body><div id="out">pending</div>
 {frames}

@@ -14,6 +14,10 @@ Usage (from the repository root)::
     python tools/mutate.py                 # every non-equivalent mutation, 2 at a time
     python tools/mutate.py --jobs 1 --only metrics analysis   # ids or files containing a word
     python tools/mutate.py --list          # print the list and check every snippet is found
+    python tools/mutate.py --only ID ... --tests tests/xor/test_contracts.py   # a quick lower bound
+
+With ``--tests`` only the given test files run against each mutant: a mutant they kill is killed
+by the whole suite too, so the score is a lower bound of the full one (quick, for new mutants).
 
 The score printed at the end is ``killed / non-equivalent``; the exit status is 1 when some
 non-equivalent mutant survives or some snippet is no longer found (the list is stale).
@@ -80,10 +84,12 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
-def run_tests(where: Path, timeout: float, python: str = sys.executable) -> tuple[str, float, str]:
-    """Run the unit tests in ``where``; return ``(outcome, seconds, last line of output)`` with
-    outcome ``passed``, ``failed``, ``error`` (collection or import error) or ``timeout``."""
-    cmd = [python, "-m", "pytest", "tests", "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider"]
+def run_tests(where: Path, timeout: float, python: str = sys.executable,
+              tests: list[str] | None = None) -> tuple[str, float, str]:
+    """Run the unit tests in ``where`` (only the files ``tests`` when given); return ``(outcome,
+    seconds, last line of output)`` with outcome ``passed``, ``failed``, ``error`` (collection or
+    import error) or ``timeout``."""
+    cmd = [python, "-m", "pytest", *(tests or ["tests"]), "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider"]
     cmd += [f"--ignore={p}" for p in IGNORE]
     env = {**os.environ, "PYTHONPATH": str(where), "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.perf_counter()
@@ -98,7 +104,7 @@ def run_tests(where: Path, timeout: float, python: str = sys.executable) -> tupl
     return outcome, seconds, last
 
 
-def run_mutant(mu: dict, timeout: float) -> dict:
+def run_mutant(mu: dict, timeout: float, tests: list[str] | None = None) -> dict:
     """Apply one mutation to a fresh copy and run the unit tests; the record of the outcome."""
     with tempfile.TemporaryDirectory(prefix="sxor-mutant-") as tmp:
         where = Path(tmp)
@@ -108,7 +114,7 @@ def run_mutant(mu: dict, timeout: float) -> dict:
             return {**mu, "outcome": "stale", "seconds": 0.0, "detail": reason}
         path = where / mu["file"]
         path.write_text(path.read_text().replace(mu["original"], mu["mutated"], 1))
-        outcome, seconds, last = run_tests(where, timeout)
+        outcome, seconds, last = run_tests(where, timeout, tests=tests)
     return {**mu, "outcome": outcome, "seconds": seconds, "detail": last}
 
 
@@ -128,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutations and check the snippets")
     parser.add_argument("--no-baseline", action="store_true", help="skip the run on the unmutated copy")
     parser.add_argument("--json", type=Path, help="write the per-mutant records to this file")
+    parser.add_argument("--tests", nargs="+", help="run only these test files (the score is then a lower bound)")
     args = parser.parse_args(argv)
 
     mutations = load()
@@ -146,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_baseline:
         with tempfile.TemporaryDirectory(prefix="sxor-baseline-") as tmp:
             copy_tree(Path(tmp))
-            outcome, seconds, last = run_tests(Path(tmp), args.timeout)
+            outcome, seconds, last = run_tests(Path(tmp), args.timeout, tests=args.tests)
         print(f"baseline (no mutation): {outcome} in {seconds:.0f} s: {last}", flush=True)
         if outcome != "passed":
             print("the unit tests must pass before mutating; stopping")
@@ -155,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = select(mutations, args.only, args.all)
     records = []
     with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        jobs = {pool.submit(run_mutant, mu, args.timeout): mu for mu in chosen}
+        jobs = {pool.submit(run_mutant, mu, args.timeout, args.tests): mu for mu in chosen}
         for job in futures.as_completed(jobs):
             rec = job.result()
             records.append(rec)

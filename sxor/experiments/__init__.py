@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 import pkgutil
 import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+import numpy as np
 import torch
 
 from ..book import bound, default_device
-from ..results import provenance
+from ..results import check_device, provenance
 
 #: The sizes every experiment has.
 SIZES = ("ci", "full")
@@ -43,13 +45,17 @@ class Experiment:
     compare_keys: tuple[str, ...] | None = None
     #: The relative tolerance of that comparison (single-precision training needs more than 1e-9).
     compare_tol: float = 1e-9
+    #: Record fields holding one value per instance, where the CI run's instances are the first
+    #: ones of the full run's: :func:`compare` checks them on the CI run's length.
+    compare_prefix: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, Experiment] = {}
 
 
 def register(name: str, description: str, plot: Callable[[dict], object] | None = None,
-             compare_keys: Sequence[str] | None = None, compare_tol: float = 1e-9):
+             compare_keys: Sequence[str] | None = None, compare_tol: float = 1e-9,
+             compare_prefix: Sequence[str] = ()):
     """Decorator registering an experiment's ``run(size, device) -> (params, records)``.
 
     Parameters
@@ -67,11 +73,14 @@ def register(name: str, description: str, plot: Callable[[dict], object] | None 
         and ``tests/test_portability.py`` re-runs it under another summation order.
     compare_tol
         The relative tolerance :func:`compare` uses by default for this experiment.
+    compare_prefix
+        Per-instance list fields whose CI lists are the first entries of the full run's (the CI
+        run has fewer instances per cell): :func:`compare` checks them on the CI length.
     """
 
     def wrap(fn):
         keys = tuple(compare_keys) if compare_keys is not None else None
-        REGISTRY[name] = Experiment(name, description, fn, plot, keys, float(compare_tol))
+        REGISTRY[name] = Experiment(name, description, fn, plot, keys, float(compare_tol), tuple(compare_prefix))
         return fn
 
     return wrap
@@ -128,12 +137,13 @@ def run(name: str, size: str = "ci", device: torch.device | str | None = None) -
     Raises
     ------
     ValueError
-        For an unknown experiment (the message lists the known ones) or size.
+        For an unknown experiment (the message lists the known ones) or size, and a device that
+        does not exist or is not available here (the message lists the available ones).
     """
     exp = get(name)
     if size not in SIZES:
         raise ValueError(f"size must be one of {list(SIZES)}, got {size!r}")
-    device = torch.device(device) if device is not None else default_device()
+    device = check_device("device", device) if device is not None else default_device()
     start = time.perf_counter()
     params, records = exp.run(size, device)
     wall = time.perf_counter() - start
@@ -144,27 +154,57 @@ def run(name: str, size: str = "ci", device: torch.device | str | None = None) -
 
 @dataclass(frozen=True)
 class Comparison:
-    """The outcome of :func:`compare`: how many cells were shared and the largest difference."""
+    """The outcome of :func:`compare`: how many cells were shared and the largest difference.
+
+    ``problems`` lists the structural mismatches found (a field missing on one side, lists of
+    different lengths, NaN, a number against ``None``, different strings), at most ten, each as
+    ``"field of cell {...}: why"``; any problem makes ``max_difference`` infinite.
+    """
 
     shared: int
     max_difference: float
     tol: float
+    problems: tuple[str, ...] = ()
 
     @property
     def agrees(self) -> bool:
-        return self.shared > 0 and self.max_difference < self.tol
+        return self.shared > 0 and not self.problems and self.max_difference < self.tol
 
     def __str__(self) -> str:
-        return (f"CI run vs committed full run: {self.shared} shared cells, "
+        text = (f"CI run vs committed full run: {self.shared} shared cells, "
                 f"largest difference {bound(self.max_difference, self.tol)}")
+        if self.problems:
+            text += "; DISAGREES: " + "; ".join(self.problems[:3])
+        return text
 
 
-def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float | None = None) -> Comparison:
+def _check_tol(tol) -> float:
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)):
+        raise TypeError(f"tol must be a real number > 0, got {tol!r} of type {type(tol).__name__}")
+    if not (math.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be finite and > 0, got {tol}")
+    return float(tol)
+
+
+def _records(run: dict, which: str) -> list:
+    if not isinstance(run, dict) or "records" not in run:
+        raise ValueError(f"the {which} run has no 'records' (a results dict as returned by sxor.experiments.run)")
+    records = run["records"]
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"the {which} run's 'records' must be a list of dicts")
+    return records
+
+
+def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float | None = None,
+            prefix: Sequence[str] | None = None) -> Comparison:
     """Compare a CI run with the committed full run on the records they share.
 
-    Records are matched by the exact values of ``keys``.
-    Every other numeric field of matched records is compared with a relative tolerance,
-    :math:`|a - b| \\le \\mathrm{tol}\\cdot\\max(1, |a|, |b|)`.
+    Records are matched by the exact values of ``keys``. Every other field of matched records is
+    compared: numbers (also inside lists and dicts) with a relative tolerance,
+    :math:`|a - b| \\le \\mathrm{tol}\\cdot\\max(1, |a|, |b|)`; NaN agrees with nothing, an
+    infinity only with the same infinity, ``None`` (how NaN and infinities are saved) only with
+    ``None``; strings and booleans must be equal; lists must have equal lengths and dicts equal
+    keys; a field present on one side only is a disagreement.
 
     Parameters
     ----------
@@ -173,11 +213,17 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
         :func:`sxor.results.committed_results`).
     keys
         Record fields that identify a grid cell (default: the experiment's registered
-        ``compare_keys``). Their values must be exact (integers or strings, never a computed
-        float), so that cells match on every machine; every record of ``ci`` needs a partner.
+        ``compare_keys``), at least one. Their values must be exact (integers or strings, never a
+        computed float), so that cells match on every machine; every record of ``ci`` needs a
+        partner, and no two records of either run may share a key.
     tol
-        Largest relative difference that counts as agreement (default: the experiment's
-        registered ``compare_tol``, else ``1e-9``).
+        Largest relative difference that counts as agreement, finite and :math:`> 0` (default:
+        the experiment's registered ``compare_tol``, else ``1e-9``).
+    prefix
+        Fields holding one value per instance where the CI run's instances are the first ones of
+        the full run's (default: the experiment's registered ``compare_prefix``, else none): a CI
+        list is compared with the same number of leading entries of the full list, which must be
+        at least as long. Every other list must have the same length on both sides.
 
     Returns
     -------
@@ -188,45 +234,104 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
     Raises
     ------
     ValueError
-        When a key value is a float, or a record of ``ci`` has no partner in ``full``.
+        When a run has no ``records``, the CI run has none at all, ``keys`` is empty, a key value
+        is a float or missing, two records of one run share a key, a record of ``ci`` has no
+        partner in ``full``, the experiments differ, or ``tol`` is NaN, infinite or :math:`\\le 0`.
     """
+    ci_records, full_records = _records(ci, "CI"), _records(full, "full")
     registered = get(ci["experiment"]) if ci.get("experiment") else None
     if tol is None:
         tol = registered.compare_tol if registered is not None else 1e-9
+    tol = _check_tol(tol)
     if keys is None:
         keys = registered.compare_keys if registered is not None else None
         if keys is None:
             raise ValueError(f"experiment {ci.get('experiment')!r} registers no compare_keys: pass keys")
+    if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
+        raise TypeError(f"keys must be a sequence of field names, got {keys!r}")
+    keys = tuple(keys)
+    if not keys:
+        raise ValueError("keys must name at least one record field")
     if full.get("experiment", ci.get("experiment")) != ci.get("experiment"):
         raise ValueError(f"cannot compare {ci.get('experiment')!r} with {full.get('experiment')!r}")
+    if not ci_records:
+        raise ValueError("the CI run has no records: nothing to compare")
+    if prefix is None:
+        prefix = registered.compare_prefix if registered is not None else ()
+    prefix = set(prefix)
 
-    def key(record: dict) -> tuple:
+    def key(record: dict, which: str) -> tuple:
+        missing = [k for k in keys if k not in record]
+        if missing:
+            raise ValueError(f"a record of the {which} run lacks the key fields {missing}")
         values = tuple(record[k] for k in keys)
         if any(isinstance(v, float) for v in values):
             raise ValueError(f"comparison keys {list(keys)} must be exact (int or str), got {values}")
         return values
 
-    index = {key(r): r for r in full["records"]}
-    worst = 0.0
-    for rec in ci["records"]:
-        k = key(rec)
+    index: dict[tuple, dict] = {}
+    for r in full_records:
+        k = key(r, "full")
+        if k in index:
+            raise ValueError(f"two records of the full run share the key {dict(zip(keys, k))}")
+        index[k] = r
+    seen: set[tuple] = set()
+    worst, problems = 0.0, []
+    for rec in ci_records:
+        k = key(rec, "CI")
+        if k in seen:
+            raise ValueError(f"two records of the CI run share the key {dict(zip(keys, k))}")
+        seen.add(k)
         if k not in index:
             raise ValueError(f"the CI record {dict(zip(keys, k))} has no partner in the committed run")
         other = index[k]
-        for field, a in rec.items():
-            if field in keys or isinstance(a, (str, bool)) or a is None:
+        for field in sorted(set(rec) | set(other), key=str):
+            if field in keys:
                 continue
-            for x, y in zip(_flat(a), _flat(other[field])):
-                if x is None or y is None:
-                    worst = math.inf if (x is None) != (y is None) else worst
-                    continue
-                worst = max(worst, abs(x - y) / max(1.0, abs(x), abs(y)))
-    return Comparison(len(ci["records"]), worst, tol)
+            if field not in rec or field not in other:
+                why = f"only in the {'CI' if field in rec else 'full'} run"
+                diff = math.inf
+            elif (field in prefix and isinstance(rec[field], list) and isinstance(other[field], list)
+                  and len(rec[field]) <= len(other[field])):
+                diff, why = _difference(rec[field], other[field][: len(rec[field])])
+            else:
+                diff, why = _difference(rec[field], other[field])
+            if why is not None and len(problems) < 10:
+                problems.append(f"{field} of cell {dict(zip(keys, k))}: {why}")
+            worst = max(worst, diff)
+    return Comparison(len(ci_records), worst, tol, tuple(problems))
 
 
-def _flat(value) -> list:
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _flat(v)]
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _flat(v)]
-    return [value]
+def _difference(a, b) -> tuple[float, str | None]:
+    """``(relative difference, why they cannot agree or None)`` of two record values."""
+    if a is None or b is None:
+        return (0.0, None) if a is None and b is None else (math.inf, f"{a!r} against {b!r}")
+    if isinstance(a, (str, bool, np.bool_)) or isinstance(b, (str, bool, np.bool_)):
+        same = isinstance(a, str) == isinstance(b, str) and a == b
+        return (0.0, None) if same else (math.inf, f"{a!r} against {b!r}")
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+            return math.inf, f"a list against {b!r}" if isinstance(a, (list, tuple)) else f"{a!r} against a list"
+        if len(a) != len(b):
+            return math.inf, f"lists of lengths {len(a)} and {len(b)}"
+        worst, why = 0.0, None
+        for x, y in zip(a, b):
+            diff, reason = _difference(x, y)
+            worst, why = max(worst, diff), why or reason
+        return worst, why
+    if isinstance(a, dict) or isinstance(b, dict):
+        if not (isinstance(a, dict) and isinstance(b, dict)) or set(a) != set(b):
+            return math.inf, "dicts with different keys"
+        worst, why = 0.0, None
+        for name in a:
+            diff, reason = _difference(a[name], b[name])
+            worst, why = max(worst, diff), why or reason
+        return worst, why
+    if not (isinstance(a, numbers.Real) and isinstance(b, numbers.Real)):
+        return math.inf, f"values of types {type(a).__name__} and {type(b).__name__}"
+    a, b = float(a), float(b)
+    if math.isnan(a) or math.isnan(b):
+        return math.inf, f"NaN ({a!r} against {b!r})"
+    if math.isinf(a) or math.isinf(b):
+        return (0.0, None) if a == b else (math.inf, f"{a!r} against {b!r}")
+    return abs(a - b) / max(1.0, abs(a), abs(b)), None

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 from ..results import finite_or_none
-from ..xor.dynamics import first_success, parity_descent, parity_inits
+from ..xor.dynamics import first_success
+from ..xor.kparity import parity_descent, parity_inits
 from ..xor.model import attention_kind
 from ..xor.sweeps import random_instances
 from . import register, size_config
@@ -59,7 +60,7 @@ def collisions(weights: torch.Tensor) -> torch.Tensor:
 def k3_instances(num: int, d: int, m: int, scheme: str, *, seed: int = 0, device=None):
     """Instances for 3-sparse parity: :func:`sxor.xor.sweeps.random_instances` supplies ``V`` and
     ``theta0``; the support is three distinct positions and the three initial queries come from
-    :func:`sxor.xor.dynamics.parity_inits`, all from a generator seeded with ``seed``."""
+    :func:`sxor.xor.kparity.parity_inits`, all from a generator seeded with ``seed``."""
     inst = random_instances(num, d, m, seed=seed, device=device)
     gen = torch.Generator(device=inst.V.device).manual_seed(seed)
     support = torch.stack([torch.randperm(d, generator=gen, device=inst.V.device)[:3] for _ in range(num)])

@@ -358,7 +358,7 @@ def sgd_configs(d: int, max_steps: int, max_samples_over_d: int) -> list[tuple[f
 
 
 @register("finite-samples-sgd", "mini-batch SGD: scan of batch size and step size, samples to 80% success",
-          plot=lambda r: plot_sgd(r))
+          plot=lambda r: plot_sgd(r), compare_prefix=("first_success",))
 def run_sgd(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """At each ``d`` (``m = round(2 log2 d) + 4``) and each natural step ``lambda``
     (``eta = lambda d^2 M(1)^2``): population gradient descent (the control, ``batch = 0``) and

@@ -15,7 +15,8 @@ import math
 import numpy as np
 import torch
 
-from ..xor.dynamics import first_success, parity_descent, parity_inits, population_descent
+from ..xor.dynamics import first_success, population_descent
+from ..xor.kparity import parity_descent, parity_inits
 from ..xor.metrics import success
 from ..xor.population import one_step
 from ..xor.sweeps import Instances, random_instances, sweep

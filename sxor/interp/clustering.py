@@ -61,6 +61,12 @@ def _sequence(name: str, X: object) -> Array:
     return X
 
 
+#: Largest trajectory :func:`attention_trajectory` computes: :math:`(\mathrm{steps} + 1)\, n d \le 10^8`
+#: entries (0.8 GB in float64), and at most :math:`10^6` steps.
+MAX_TRAJECTORY_ENTRIES = 10**8
+MAX_TRAJECTORY_STEPS = 10**6
+
+
 def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar, steps: int) -> Array:
     r"""States ``[steps + 1, n, d]`` of :math:`X, \mathrm{SA}(X), \mathrm{SA}(\mathrm{SA}(X)), \dots` with fixed parameters.
 
@@ -77,15 +83,23 @@ def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar,
     tau
         Temperature, ``>= 0`` (0 is hardmax).
     steps
-        Number of layer applications, an int ``>= 0``.
+        Number of layer applications, an int with :math:`0 \le \mathrm{steps} \le 10^6`
+        (``MAX_TRAJECTORY_STEPS``) and :math:`(\mathrm{steps} + 1)\, n d \le 10^8`
+        (:data:`MAX_TRAJECTORY_ENTRIES`).
 
     Raises
     ------
     TypeError, ValueError
-        for a float (even ``2.0``), bool, nan, inf or negative ``steps``, and whatever the layer
-        refuses.
+        for a float (even ``2.0``), bool, nan, inf or negative ``steps``, for ``steps`` beyond the
+        limits above (refused before any step), and whatever the layer refuses.
     """
     steps = _count("steps", steps)
+    shape = tuple(getattr(X, "shape", np.shape(X)))
+    entries = (steps + 1) * math.prod(shape)
+    if steps > MAX_TRAJECTORY_STEPS or entries > MAX_TRAJECTORY_ENTRIES:
+        raise ValueError(f"steps = {steps} on a sequence of shape {shape} asks for {entries} states' entries; "
+                         f"the limits are steps <= {MAX_TRAJECTORY_STEPS} and (steps + 1) n d <= "
+                         f"{MAX_TRAJECTORY_ENTRIES}: iterate in chunks (start from the last state)")
     states = [X]
     for _ in range(steps):
         states.append(self_attention(states[-1], A, rho, V, tau))

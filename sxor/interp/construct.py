@@ -45,7 +45,7 @@ import numpy as np
 from .certificate import collapse_margins, interpolation_errors, softmax_certificate
 from .dataset import check_dataset, distinct_indices, random_dataset
 from .exact import Token, fmt, mean, zeros
-from .hats import hat_move, injective_direction, line_projection, snap_move
+from .hats import conditioned_direction, hat_move, injective_direction, line_projection, snap_move
 from .network import (
     ATTENTIONS,
     Block,
@@ -151,8 +151,8 @@ def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: in
                 break
         else:  # pragma: no cover - excluded by Lemma 13.4
             raise AssertionError(f"no displacement separates the means of inputs {k} and {j}")
-        layer = hat_move(values, p, D, d, flat=False, role=f"separate: move {fmt(p)}", start=start)
-        start = int(layer.U[0, 1]) if d > 1 else start
+        layer = hat_move(values, p, D, d, flat=False, role=f"separate: move {fmt(p)}",
+                         direction=conditioned_direction(values, d))
         moves.append(layer)
         states = _replace(states, p, new_p)
     if not shift:
@@ -264,17 +264,25 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
                          _parking_spot(parked, num_parked, park_radius, d)))
     moves: list[FFLayer] = []
     values = _values(states)  # kept up to date move by move (a move replaces one value by another)
+    # One direction for the whole phase. Every value set met during the phase is a subset of the
+    # translated initial values and the destinations (a move replaces a value by its destination),
+    # and projections are translation invariant up to a constant, so a direction injective on that
+    # union separates every move, with every gap at least the union's and a range at most the
+    # union's: at least as well conditioned as one chosen move by move, for one search instead of
+    # one per move.
+    union = {tuple(v + t for v, t in zip(x, translation)) for x in values} | {dest for _, dest in plan}
+    direction = conditioned_direction(union, d)
     for idx, (p, dest) in enumerate(plan):
         D = tuple(a - b for a, b in zip(dest, p))
         if idx == 0:
             p0 = tuple(v - t for v, t in zip(p, translation))
-            layer = hat_move(values, p0, D, d, flat=False, translation=translation, start=start,
+            layer = hat_move(values, p0, D, d, flat=False, translation=translation, direction=direction,
                              role=f"translate by {fmt(translation)}; leader {fmt(p)} -> {fmt(dest)}")
             states = [s + np.array(translation, dtype=object) for s in states]
             values = {tuple(v + t for v, t in zip(x, translation)) for x in values}
         else:
-            layer = hat_move(values, p, D, d, flat=False, start=start, role=f"select {fmt(p)} -> {fmt(dest)}")
-        start = int(layer.U[0, 1])
+            layer = hat_move(values, p, D, d, flat=False, role=f"select {fmt(p)} -> {fmt(dest)}",
+                             direction=direction)
         moves.append(layer)
         states = _replace(states, p, dest)
         values = (values - {p}) | {dest}
@@ -301,8 +309,8 @@ def hardmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
     values, moves = set(points), []
     for p, goal in zip(points, goals):
         D = tuple(a - b for a, b in zip(goal, p))
-        layer = hat_move(values, p, D, d, flat=flat, role=f"interpolate {fmt(p)} -> {fmt(goal)}", start=start)
-        start = int(layer.U[0, 1]) if d > 1 else start
+        layer = hat_move(values, p, D, d, flat=flat, role=f"interpolate {fmt(p)} -> {fmt(goal)}",
+                         direction=conditioned_direction(values, d))  # injective, well spread
         moves.append(layer)
         values = (values - {p}) | {goal}
     return moves
@@ -334,10 +342,9 @@ def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
     projection, v, c = line_projection(set(points), d, 1 + ybig, role="project onto the e_1 axis", start=start)
     line = [tuple([sum((a * b for a, b in zip(v, p)), Fraction(0)) - c] + [Fraction(0)] * (d - 1)) for p in points]
     values, moves = set(line), []
-    start = int(v[1]) if d > 1 else start
-    for p, goal in zip(line, goals):
-        layer = snap_move(values, p, goal, d, role=f"snap {fmt(p)} -> {fmt(goal)}", start=start)
-        start = int(layer.U[0, 1]) if d > 1 else start
+    e1 = tuple(Fraction(int(i == 0)) for i in range(d))
+    for p, goal in zip(line, goals):  # on e_1, p is >= 1 from every goal and > 2 (1 + ybig) from the other t_l
+        layer = snap_move(values, p, goal, d, role=f"snap {fmt(p)} -> {fmt(goal)}", direction=e1)
         moves.append(layer)
         values = (values - {p}) | {goal}
     radius = min([1 + ybig] + [layer.gap / 4 for layer in moves]) / max(abs(a) for a in v)

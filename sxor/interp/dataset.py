@@ -123,6 +123,11 @@ def _positive_int(name: str, value: object) -> int:
     return int(value)
 
 
+#: Largest dataset :func:`random_dataset` draws: :math:`d \sum_j (n_j + m_j) \le 10^6` coordinates
+#: (each a Fraction; the construction's cost grows much faster than this).
+MAX_DATASET_ENTRIES = 10**6
+
+
 def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4, overlap: bool = True
                    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     r"""A random admissible dataset of Fractions: ``N`` inputs ``[n_j, d]`` and targets ``[m_j, d]``.
@@ -155,9 +160,23 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
         for ``N < 1``, ``d < 1``, ``denominator < 1``, non-int sizes, :math:`m_j > n_j`,
         :math:`d = 1` with some :math:`m_j > 1` (see :func:`~sxor.interp.dataset.check_dataset`) and
         any request the grid cannot hold (more distinct tokens than grid points, or fewer distinct
-        subsets of the pool than ``N``).
+        subsets of the pool than ``N``); for a non-int ``seed``; and for more than
+        ``MAX_DATASET_ENTRIES`` coordinates in all (:math:`d \sum_j (n_j + m_j)`), refused
+        before anything is drawn.
     """
     N, d, denominator = _positive_int("N", N), _positive_int("d", d), _positive_int("denominator", denominator)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+
+    def too_big(total: int) -> None:
+        if total > MAX_DATASET_ENTRIES:
+            raise ValueError(f"N = {N} sequences of d = {d} coordinates with these lengths n, m hold {total} "
+                             f"coordinates, above MAX_DATASET_ENTRIES = {MAX_DATASET_ENTRIES}: choose smaller sizes")
+
+    if isinstance(n, (int, np.integer)) and isinstance(m, (int, np.integer)) and not isinstance(n, bool) \
+            and not isinstance(m, bool):
+        too_big(N * (max(int(n), 0) + max(int(m), 0)) * d)
+
     def lengths(name: str, value: object) -> list:
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             return [value] * N
@@ -174,6 +193,7 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
         raise ValueError(f"need 1 <= m_j <= n_j, got n = {n}, m = {m}")
     if d == 1 and any(mj > 1 for mj in m):
         raise ValueError("d = 1 needs every m_j = 1")
+    too_big((sum(n) + sum(m)) * d)
     grid = (8 * denominator + 1) ** d
     counts = {nj: n.count(nj) for nj in set(n)}
 

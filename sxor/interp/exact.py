@@ -62,6 +62,8 @@ def exact_scalar(name: str, value: object) -> Fraction:
             return Fraction(value)
         except ValueError:
             raise ValueError(f"{name} contains the string {value!r}, which is not a rational number") from None
+        except ZeroDivisionError:
+            raise ValueError(f"{name} contains the string {value!r}, a fraction with zero denominator") from None
     raise ValueError(
         f"{name} contains {value!r} of type {type(value).__name__}; the exact path accepts only int "
         "and Fraction (a float would silently round: convert it with Fraction(...) or from_floats on purpose)"

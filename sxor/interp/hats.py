@@ -11,7 +11,8 @@ fixes every other one.
   (width 4) hat (Lemma 13.2).
 * :func:`~sxor.interp.hats.line_projection`: non-residual
   :math:`x \mapsto \operatorname{relu}(\langle v, x \rangle - c)\, e_1` (width 1), which puts
-  every token on the first coordinate axis.
+  every token on the first coordinate axis, with a well-conditioned direction
+  (:func:`~sxor.interp.hats.conditioned_direction`).
 * :func:`~sxor.interp.hats.snap_move`: residual width 4; on the segment
   :math:`\{p + a e_1 : |a| \le g/4\}` it equals the constant ``goal`` (so a whole small cluster
   on the axis lands *exactly* on its target) and it fixes every value projecting
@@ -20,6 +21,7 @@ fixes every other one.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from typing import Sequence
 
@@ -67,6 +69,77 @@ def injective_direction(values: Sequence[Token], d: int, start: int = 1) -> tupl
     raise AssertionError("unreachable: more bad t than the polynomial bound allows")  # pragma: no cover
 
 
+#: Number of small-integer candidate directions :func:`conditioned_direction` tries.
+CANDIDATES = 48
+
+
+def _projection_spacing(values: list[Token], v: Sequence[Fraction]) -> tuple[Fraction, Fraction]:
+    """``(smallest gap, range)`` of the sorted projections ``<v, x>`` (gap 0 when two coincide)."""
+    proj = sorted(dot(v, x) for x in values)
+    if len(proj) < 2:
+        return Fraction(1), Fraction(0)
+    return min(b - a for a, b in zip(proj, proj[1:])), proj[-1] - proj[0]
+
+
+def conditioned_direction(values: Sequence[Token], d: int) -> tuple[Fraction, ...]:
+    r"""An injective direction :math:`v` on ``values`` whose projections are well spread.
+
+    The proof (Theorem 13.B) needs only that :math:`\langle v, \cdot \rangle` is injective on the
+    :math:`K` values, so that after the line projection the clusters sit at pairwise distinct
+    points :math:`t_k e_1` with a positive gap :math:`G = \min_{k \ne l} |t_k - t_l|`. How well a
+    float64 evaluation follows the exact network depends on the ratio :math:`R / G` of the range
+    :math:`R` of the projections to that gap: a snap-move at :math:`t_k` has slopes
+    :math:`\sim t_k / G` and cancels terms of size :math:`t_k`, so its rounding error is about
+    :math:`2^{-53} t_k^2 / G`. The moment curve :math:`(1, t, \dots, t^{d-1})` of
+    :func:`~sxor.interp.hats.injective_direction` is always injective but has
+    :math:`R / G` growing like :math:`t^{d-1}` (:math:`\sim 10^7` at :math:`d = 20`).
+
+    This function tries the coordinate axes and :data:`CANDIDATES` fixed pseudo-random integer
+    vectors with entries in :math:`[-4, 4]` (the same list on every machine), keeps those that are
+    injective on ``values`` (checked exactly, in Fractions), and returns the one with the largest
+    :math:`G / R` (ties: the first); when none is injective it falls back to
+    :func:`~sxor.interp.hats.injective_direction`, so an injective direction is always returned.
+    A direction in general position has :math:`G / R \gtrsim 1/K^2`, so :math:`R/G` stays near
+    :math:`K^2` whatever :math:`d`.
+
+    Parameters
+    ----------
+    values
+        A collection of ``d``-tuples of rationals.
+    d
+        Token dimension, at least 1.
+
+    Raises
+    ------
+    ValueError
+        for ``d < 1`` and values of the wrong length.
+    """
+    if int(d) != d or d < 1:
+        raise ValueError(f"d must be a positive integer, got {d}")
+    values = list(set(values))
+    if any(len(x) != d for x in values):
+        raise ValueError(f"every value must have d = {d} coordinates")
+    if len(values) < 2:
+        return tuple(Fraction(int(i == 0)) for i in range(d))
+    rng = np.random.default_rng(20260101 + d)
+    candidates = [tuple(int(i == k) for i in range(d)) for k in range(d)]
+    candidates += [tuple(int(a) for a in rng.integers(-4, 5, size=d)) for _ in range(CANDIDATES)]
+    # exact integer arithmetic: x = n / L with L the common denominator (G / R does not change)
+    L = math.lcm(*(Fraction(c).denominator for x in values for c in x))
+    ints = [[int(Fraction(c) * L) for c in x] for x in values]
+    best, best_score = None, Fraction(0)
+    for cand in candidates:
+        if not any(cand):
+            continue
+        proj = sorted(sum(a * c for a, c in zip(cand, n) if a) for n in ints)
+        gap, spread = min(b - a for a, b in zip(proj, proj[1:])), proj[-1] - proj[0]
+        if gap > 0 and Fraction(gap, spread) > best_score:
+            best, best_score = cand, Fraction(gap, spread)
+    if best is None:
+        return injective_direction(values, d)
+    return tuple(Fraction(a) for a in best)
+
+
 def _gap(values: set[Token], v: Sequence[Fraction], p: Token) -> Fraction:
     s = dot(v, p)
     others = [abs(dot(v, x) - s) for x in values if x != p]
@@ -81,7 +154,8 @@ def _check_move(values: set[Token], p: Token, vector: Sequence, d: int, what: st
 
 
 def hat_move(values: set[Token], p: Token, displacement: Sequence[Fraction], d: int, *, flat: bool,
-             translation: Sequence[Fraction] | None = None, role: str = "", start: int = 1) -> FFLayer:
+             translation: Sequence[Fraction] | None = None, role: str = "", start: int = 1,
+             direction: Sequence[Fraction] | None = None) -> FFLayer:
     r"""A residual hat FF :math:`x \mapsto x + h(\langle v, x \rangle) D\, (+\, t)` with :math:`h(\langle v, p \rangle) = 1` and :math:`h = 0` at every other value.
 
     :math:`v` is :func:`~sxor.interp.hats.injective_direction` of ``values``; :math:`g` the
@@ -106,15 +180,27 @@ def hat_move(values: set[Token], p: Token, displacement: Sequence[Fraction], d: 
         Name of the layer's job in the construction.
     start
         First :math:`t` tried by :func:`~sxor.interp.hats.injective_direction`.
+    direction
+        Use this :math:`v` instead (e.g. :func:`~sxor.interp.hats.conditioned_direction`); it only
+        has to separate ``p`` from the other values, since :math:`h` vanishes at every projection
+        :math:`\ge g/2` away from :math:`s`.
 
     Raises
     ------
     ValueError
-        for a ``p`` that is not in ``values`` and vectors of the wrong length.
+        for a ``p`` that is not in ``values``, vectors of the wrong length, and a ``direction``
+        that does not separate ``p`` from the other values.
     """
     _check_move(values, p, displacement, d, "displacement")
-    v = injective_direction(values, d, start)
+    if direction is None:
+        v = injective_direction(values, d, start)
+    else:
+        v = tuple(Fraction(a) for a in direction)
+        if len(v) != d:
+            raise ValueError(f"direction must have d = {d} coordinates, got {len(v)}")
     s, g = dot(v, p), _gap(values, v, p)
+    if g <= 0:
+        raise ValueError(f"direction {fmt(v)} does not separate {fmt(p)} from the other values")
     if flat:
         r = g / 4
         offsets, coefs = [2 * r, r, -r, -2 * r], [1 / r, -1 / r, -1 / r, 1 / r]
@@ -135,7 +221,7 @@ def hat_move(values: set[Token], p: Token, displacement: Sequence[Fraction], d: 
 
 
 def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *, role: str = "",
-              start: int = 1) -> FFLayer:
+              start: int = 1, direction: Sequence[Fraction] | None = None) -> FFLayer:
     r"""A residual width-4 FF :math:`x \mapsto x + g(\langle u, x \rangle)` that sends a whole segment through ``p`` exactly to ``goal``.
 
     The segment is :math:`\{p + a e_1 : |a| \le \mathrm{gap}/4\}`; every point whose projection is
@@ -163,15 +249,28 @@ def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *,
         Name of the layer's job in the construction.
     start
         First :math:`t` tried by :func:`~sxor.interp.hats.injective_direction`.
+    direction
+        Use this :math:`u` (with :math:`u_1 = 1`) instead; it only has to separate ``p`` from the
+        other values (every other value is then fixed, since its projection is
+        :math:`\ge \mathrm{gap}` away). The softmax construction passes :math:`u = e_1`: its axis
+        points are :math:`\ge 1` away from every goal's first coordinate.
 
     Raises
     ------
     ValueError
-        for a ``p`` that is not in ``values`` and ``p``, ``goal`` of the wrong length.
+        for a ``p`` that is not in ``values``, ``p``, ``goal`` of the wrong length, and a
+        ``direction`` that does not separate ``p`` from the other values or has :math:`u_1 \ne 1`.
     """
     _check_move(values, p, goal, d, "goal")
-    u = injective_direction(values, d, start)
+    if direction is None:
+        u = injective_direction(values, d, start)
+    else:
+        u = tuple(Fraction(a) for a in direction)
+        if len(u) != d or u[0] != 1:
+            raise ValueError(f"direction must have d = {d} coordinates and first coordinate 1, got {fmt(u)}")
     s, gap = dot(u, p), _gap(values, u, p)
+    if gap <= 0:
+        raise ValueError(f"direction {fmt(u)} does not separate {fmt(p)} from the other values")
     r, delta = gap / 2, gap / 4
     a = [gc - pc for gc, pc in zip(goal, p)]
     e1 = [Fraction(1)] + [Fraction(0)] * (d - 1)
@@ -191,9 +290,20 @@ def line_projection(values: set[Token], d: int, floor: Fraction, *, role: str = 
                     start: int = 1) -> tuple[FFLayer, tuple[Fraction, ...], Fraction]:
     r"""The non-residual width-1 FF :math:`x \mapsto \operatorname{relu}(\langle v, x \rangle - c)\, e_1`.
 
-    :math:`v` is injective on ``values`` and :math:`c = \min \langle v, x \rangle - \mathrm{floor}`
-    (floor :math:`> 0`), so every value lands at :math:`t e_1` with :math:`t \ge \mathrm{floor}`, at
-    pairwise distinct :math:`t`. Returns ``(layer, v, c)``.
+    :math:`v = \lambda w` with :math:`w` = :func:`~sxor.interp.hats.conditioned_direction` of
+    ``values`` (injective on them; projections of range :math:`R` and least gap :math:`G`) and
+    :math:`\lambda` the largest power of two with :math:`\lambda G \le 1`, and
+    :math:`c = \min \langle v, x \rangle - \mathrm{floor}` (floor :math:`> 0`). So every value
+    lands at :math:`t e_1`, :math:`\mathrm{floor} \le t \le \mathrm{floor} + R/G`, at pairwise
+    distinct :math:`t` between :math:`1/2` and :math:`1` apart or more: the separation the
+    snap-moves need, at unit scale whatever :math:`d` (the moment curve's :math:`t^{d-1}` put the
+    clusters near :math:`10^7` at :math:`d = 20`, with gaps below 1). Why unit scale: a snap-move at
+    :math:`t_k` absorbs an axis error up to a quarter of its gap, which is at most
+    :math:`\min(\lambda G, t_k - \max |y_1|)` with :math:`t_k - \max|y_1| \ge 1` at the lowest
+    cluster, and a collapse error :math:`\epsilon` (in :math:`\ell^1`) moves the axis point by at
+    most :math:`\lambda \lVert w \rVert_\infty \epsilon`; the admissible :math:`\epsilon` is
+    :math:`\min(\lambda G, 1) / (4 \lambda \lVert w \rVert_\infty)`, largest for
+    :math:`\lambda G \approx 1`. Returns ``(layer, v, c)``.
 
     Parameters
     ----------
@@ -206,12 +316,25 @@ def line_projection(values: set[Token], d: int, floor: Fraction, *, role: str = 
     role
         Name of the layer's job in the construction.
     start
-        First :math:`t` tried by :func:`~sxor.interp.hats.injective_direction`.
+        Unused (kept for the signature shared with the other moves).
+
+    Raises
+    ------
+    ValueError
+        for ``floor <= 0``.
     """
     if not floor > 0:
         raise ValueError(f"floor must be > 0, got {floor}")
-    v = injective_direction(values, d, start)
-    c = min(dot(v, x) for x in values) - Fraction(floor)
+    floor = Fraction(floor)
+    w = conditioned_direction(values, d)
+    gap, _ = _projection_spacing(list(set(values)), w)
+    scale = Fraction(1)
+    while scale * gap > 1:
+        scale /= 2
+    while 2 * scale * gap <= 1:
+        scale *= 2
+    v = tuple(scale * a for a in w)
+    c = min(dot(v, x) for x in values) - floor
     W = zeros(d, 1)
     W[0, 0] = Fraction(1)
     layer = FFLayer(Fraction(0), np.array([list(v)], dtype=object), np.array([-c], dtype=object), W, role)

@@ -65,9 +65,13 @@ def identity_matrix(d: int) -> np.ndarray:
     Parameters
     ----------
     d
-        Dimension, an int ``>= 1`` (a float, even ``2.0``, a bool, nan or inf is refused).
+        Dimension, an int with :math:`1 \le d \le 1000` (a float, even ``2.0``, a bool, nan or inf
+        is refused; above 1000 the :math:`d^2` Fractions would take gigabytes and minutes).
     """
-    return as_exact(np.eye(_int("d", d, 1), dtype=int))
+    d = _int("d", d, 1)
+    if d > 1000:
+        raise ValueError(f"identity_matrix builds d^2 exact entries; d must be <= 1000, got d={d}")
+    return as_exact(np.eye(d, dtype=int))
 
 
 def rank_one_layer(v: object) -> dict[str, object]:

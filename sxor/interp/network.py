@@ -342,10 +342,14 @@ class InterpolatingTransformer:
 
     @property
     def tau_max_mp(self) -> mpmath.mpf:
-        r"""``tau_max`` as an ``mpmath.mpf`` (53-bit mantissa, unbounded exponent).
+        r"""``tau_max`` as an ``mpmath.mpf`` (53-bit mantissa, unbounded exponent), rounded *down*.
 
-        Computed from the exact ``gap``, ``spread`` and ``radius`` without converting them to float, so
-        it neither overflows nor underflows whatever the size of the coordinates.
+        A lower bound of :math:`\Delta / \log(\mathrm{spread} / \mathrm{radius})`: it is computed in
+        interval arithmetic (``mpmath.iv``, directed rounding) from the exact ``gap``, ``spread``
+        and ``radius``, and the lower end of the enclosure is returned. So every
+        :math:`\tau < \tau_\mathrm{max}` it admits is below the proven threshold (rounding to
+        nearest could exceed it by one unit in the last place). No conversion to float: it neither
+        overflows nor underflows whatever the size of the coordinates.
         """
         if self.attention != "softmax":
             return mpmath.mpf(0)
@@ -354,8 +358,30 @@ class InterpolatingTransformer:
         ratio = self.spread / self.radius
         if ratio <= 1:
             return mpmath.inf
-        gap = mpmath.mpf(self.gap.numerator) / self.gap.denominator
-        return gap / mpmath.log(mpmath.mpf(ratio.numerator) / ratio.denominator)
+        iv = mpmath.iv
+        saved, iv.prec = iv.prec, 80  # enclose with 27 guard bits, then round the lower end down to 53
+        try:
+            gap = iv.mpf(self.gap.numerator) / iv.mpf(self.gap.denominator)
+            log = iv.log(iv.mpf(ratio.numerator) / iv.mpf(ratio.denominator))
+            low = (gap / log)._mpi_[0]
+        finally:
+            iv.prec = saved
+        with mpmath.workprec(53):
+            return mpmath.mpf(mpmath.libmp.mpf_pos(low, 53, mpmath.libmp.round_floor))
+
+    def _tau_below_max(self, tau: Fraction) -> None:
+        """Refuse a temperature at or above the (rounded-down) ``tau_max``: no guarantee holds there."""
+        top = self.tau_max_mp
+        if not mpmath.isfinite(top):
+            return
+        man, exp = mpmath.mpf(top).man_exp
+        bound = Fraction(man) * Fraction(2) ** exp
+        if not tau < bound:
+            raise ValueError(
+                f"tau = {tau} (~{float(tau):.6g}) is not below tau_max = {mpmath.nstr(top, 17)} (rounded down): "
+                "above it the construction does not guarantee T(X_j) = Y_j; pass a smaller tau, or evaluate "
+                "at any tau with sxor.interp.softmax_certificate(T, X, Y, tau)"
+            )
 
     @property
     def tau_max(self) -> float:
@@ -404,12 +430,22 @@ class InterpolatingTransformer:
         Parameters
         ----------
         tau
-            New temperature, an int or Fraction :math:`> 0` (see
-            :func:`~sxor.interp.network.check_temperature`).
+            New temperature, an int or Fraction, :math:`0 < \tau < \tau_\mathrm{max}` (see
+            :func:`~sxor.interp.network.check_temperature` and
+            :attr:`~sxor.interp.network.InterpolatingTransformer.tau_max_mp`).
+
+        Raises
+        ------
+        ValueError
+            for a hardmax network, a temperature :func:`~sxor.interp.network.check_temperature`
+            refuses, and :math:`\tau \ge \tau_\mathrm{max}` (the message gives
+            :math:`\tau_\mathrm{max}`): there the network need not interpolate.
         """
         if self.attention != "softmax":
             raise ValueError("only a softmax transformer has a temperature")
-        return dataclasses.replace(self, tau=check_temperature(tau))
+        tau = check_temperature(tau)
+        self._tau_below_max(tau)
+        return dataclasses.replace(self, tau=tau)
 
     def _check(self, X) -> None:
         shape = tuple(X.shape) if hasattr(X, "shape") else np.shape(X)

@@ -11,8 +11,8 @@ from .layers import Array
 
 
 MARKERS = ["o", "*", "^", "s", "P", "X", "v", "D"]
-#: Marker area (points^2) of every entry of a token legend: the drawn sizes grow with the number
-#: of tokens at a point (up to 150 for a target), which made the legend's markers overlap.
+#: Marker area, in points^2, of every entry of a token legend. The drawn sizes grow with the
+#: number of tokens at a point (up to 150 for a target), which made the legend's markers overlap.
 LEGEND_MARKER_SIZE = 50
 COLORS = ["tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:red", "tab:brown", "tab:pink", "tab:olive"]
 

@@ -199,6 +199,89 @@ def init_parameters(d: int, width: int = 4, *, seed: int = 0, scale: float = 1.0
     return {name: p.requires_grad_(True) for name, p in theta.items()}
 
 
+def authors_draw(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, seed: int = 0,
+                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
+                 ) -> tuple[TikhonovData, dict[str, torch.Tensor]]:
+    """The data **and** the initialisation exactly as the authors' ``tikhonov/`` scripts draw them.
+
+    Their scripts seed PyTorch's generator with ``seed`` (0 in both), then call
+    ``generateSyntheticData`` and build the model, all from that one stream in float32:
+
+    1. ``X = rand(N, n, d)``; then the FF of ``theta*`` in *their* shapes, ``W_a = rand(width, d)``,
+       ``U_a = rand(d, width)``, ``b = rand(width)`` (their layer is ``eta z + relu(z U_a + b) W_a``
+       on row tokens, so this module's ``W = W_a^T [d, w]`` and ``U = U_a^T [w, d]``); the targets
+       are the output of that block with ``eta = 1`` after the mean-collapsing SA (``A = 0``,
+       ``rho = 0``, ``V = I``);
+    2. the model's ``nn.Linear`` layers in construction order, each weight
+       ``kaiming_uniform_(a = sqrt 5)`` (i.e. ``U[-1/sqrt(fan_in), 1/sqrt(fan_in)]``) and each bias
+       ``U[-1/sqrt(fan_in), 1/sqrt(fan_in)]``: ``to_q [1, d]``, ``to_k [1, d]``, ``to_v [d, d]``, the
+       FF's first layer ``[w, d]`` and its bias ``[w]``, its second layer ``[d, w]``; ``rho = eta = 0``.
+       Their score ``to_q(x_i) to_k(x_l)`` is :func:`block`'s ``(k . x_i)(q . x_l)``, so ``k`` is
+       their ``to_q`` and ``q`` their ``to_k``.
+
+    The draws are made in float32 (the authors' dtype) from a private ``torch.Generator`` seeded
+    with ``seed`` (so the global generator is untouched) and then converted to ``dtype``; so are the targets, computed in float32 as the authors compute them
+    (``theta*`` therefore interpolates the data to float32 rounding). (The authors'
+    data loader also shuffles the order of the ``N`` sequences in each full batch; that changes the
+    batch mean only by rounding and is not reproduced.)
+
+    Parameters
+    ----------
+    N, n, d, width
+        Positive ints: sequences, tokens per sequence, token dimension, FF width (4 in their code).
+    seed
+        The int their scripts pass to ``torch.manual_seed`` (0).
+    dtype, device
+        A floating dtype and a device for the returned tensors.
+
+    Returns
+    -------
+    (TikhonovData, dict)
+        The dataset (``Y`` of shape ``[N, 1, d]``, ``theta_star`` with ``q = k = rho = 0``,
+        ``V = I``, ``eta = 1``) and the initial parameters (keys :data:`PARAMETER_NAMES`, each
+        requiring grad), ready for :func:`train` or :func:`warm_start_sweep`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For sizes that are not positive ints, a seed that is not an int, or a dtype that is not a
+        floating ``torch.dtype``.
+    """
+    N, n, d, width = (_positive_int(k, v) for k, v in (("N", N), ("n", n), ("d", d), ("width", width)))
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+    gen = torch.Generator().manual_seed(_seed(seed))
+    f32 = torch.float32
+    X = torch.rand(N, n, d, generator=gen, dtype=f32)
+    W_a = torch.rand(width, d, generator=gen, dtype=f32)
+    U_a = torch.rand(d, width, generator=gen, dtype=f32)
+    b = torch.rand(width, generator=gen, dtype=f32)
+
+    def linear_weight(out_features, in_features):  # nn.Linear.reset_parameters, weight
+        w = torch.empty(out_features, in_features, dtype=f32)
+        return torch.nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=gen)
+
+    def linear_bias(out_features, fan_in):  # nn.Linear.reset_parameters, bias
+        bound = 1 / math.sqrt(fan_in)
+        return torch.empty(out_features, dtype=f32).uniform_(-bound, bound, generator=gen)
+
+    to_q, to_k, to_v = linear_weight(1, d), linear_weight(1, d), linear_weight(d, d)
+    ff1_w, ff1_b, ff2_w = linear_weight(width, d), linear_bias(width, d), linear_weight(d, width)
+    kw = {"dtype": dtype, "device": device}
+    star = {"q": torch.zeros(d, **kw), "k": torch.zeros(d, **kw), "rho": torch.zeros((), **kw),
+            "V": torch.eye(d, **kw), "eta": torch.ones((), **kw), "W": W_a.T.contiguous().to(**kw),
+            "U": U_a.T.contiguous().to(**kw), "b": b.to(**kw)}
+    # their targets, computed as they do (float32, row tokens): the mean-collapsing SA, then the FF;
+    # the last token of each sequence (every token is the same point)
+    Z = torch.bmm(torch.softmax(torch.zeros(N, n, n, dtype=f32), dim=-1), X)
+    Y = (Z + torch.relu(Z @ U_a + b) @ W_a)[:, -1:, :]
+    X, Y = X.to(**kw), Y.to(**kw)
+    init = {"q": to_k[0], "k": to_q[0], "rho": torch.zeros(()), "V": to_v, "eta": torch.zeros(()),
+            "W": ff2_w, "U": ff1_w, "b": ff1_b}
+    init = {name: init[name].to(**kw).clone().requires_grad_(True) for name in PARAMETER_NAMES}
+    return TikhonovData(X, Y, star), init
+
+
 def perturbed(theta: dict[str, torch.Tensor], sigma: float, *, seed: int = 0) -> dict[str, torch.Tensor]:
     """``theta + sigma * N(0, 1)`` entrywise (a fresh, trainable copy); ``sigma >= 0`` finite,
     ``theta`` a non-empty dict of finite float tensors, ``seed`` an int."""
@@ -243,6 +326,19 @@ def log_spaced_steps(steps: int, per_decade: int = 40) -> list[int]:
     return sorted(s for s in out if 1 <= s <= steps)
 
 
+def _recorded_steps(record: object, steps: int) -> set[int]:
+    if isinstance(record, str) and record.startswith("log"):
+        extra = record[3:]
+        if extra == "":
+            return set(log_spaced_steps(steps))
+        if extra.startswith("+") and extra[1:].isdigit() and int(extra[1:]) >= 1:
+            every = int(extra[1:])
+            return set(log_spaced_steps(steps)) | set(range(every, steps + 1, every))
+    elif isinstance(record, numbers.Integral) and not isinstance(record, bool) and record >= 0:
+        return set(range(int(record), steps + 1, int(record))) | {1} if record else set()
+    raise ValueError(f"record must be 'log', 'log+K' (K an int >= 1) or an int >= 0, got {record!r}")
+
+
 def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, steps: int, *, lr: float = 1e-3,
           tau: float = 1.0, record: str | int = "log") -> dict:
     """Adam (``weight_decay = epsilon``, coupled), learning rate cosine-annealed from ``lr`` to 0
@@ -257,7 +353,8 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
       authors plot the smallest epoch loss);
     * ``grad_norm``: ``|grad J_eps|`` at the final parameters (a measure of stationarity);
     * ``curve``: ``[[step, J, J_eps, |theta|^2], ...]`` at :func:`log_spaced_steps` when
-      ``record == "log"``, every ``record`` steps for an int, nothing for ``0``.
+      ``record == "log"``, at those and every ``K`` steps for ``"log+K"``, every ``record`` steps
+      for an int, nothing for ``0``.
 
     ``epsilon >= 0`` and ``lr > 0`` finite reals, ``steps >= 1`` an int; ``theta`` of the data's
     dtype (see :func:`block`), every parameter requiring grad. Anything else raises
@@ -270,12 +367,7 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
     lr = _real("lr", lr, positive=True)
     tau = _real("tau", tau, positive=True)
     _check_theta(theta, data.X)
-    if record == "log":
-        wanted = set(log_spaced_steps(steps))
-    elif isinstance(record, numbers.Integral) and not isinstance(record, bool) and record >= 0:
-        wanted = set(range(int(record), steps + 1, int(record))) | {1} if record else set()
-    else:
-        raise ValueError(f"record must be 'log' or an int >= 0, got {record!r}")
+    wanted = _recorded_steps(record, steps)
     params = [theta[name] for name in PARAMETER_NAMES]
     if not all(p.requires_grad for p in params):
         raise ValueError("every parameter of theta must require grad (init_parameters and perturbed do this)")

@@ -10,7 +10,8 @@ Pure tensor functions, batched over leading dimensions, float64 by default, on a
 * :mod:`~sxor.xor.sphere`: inner products of random unit vectors;
 * :mod:`~sxor.xor.metrics`: the success criterion and the failure modes;
 * :mod:`~sxor.xor.analysis`: leading-order predictions of the one-step chapters;
-* :mod:`~sxor.xor.dynamics`: many steps, empirical gradients, SGD, k-sparse parity;
+* :mod:`~sxor.xor.dynamics`: many steps, empirical gradients, SGD;
+* :mod:`~sxor.xor.kparity`: the k-sparse parity model with k heads (chapter 9);
 * :mod:`~sxor.xor.sweeps`: seeded random instances, chunked sweeps;
 * :mod:`~sxor.xor.ffnn`, :mod:`~sxor.xor.cls_transformer`: the baselines and the CLS-token model;
 * :mod:`~sxor.xor.checks`: argument checks shared by all of the above.

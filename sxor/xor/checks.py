@@ -27,6 +27,8 @@ import numbers
 import numpy as np
 import torch
 
+from ..results import available_devices, check_device as _check_device  # noqa: F401 (re-exported)
+
 
 class ArgumentTypeError(TypeError, ValueError):
     """An argument of the wrong type (a :class:`TypeError` that is also a :class:`ValueError`)."""
@@ -255,3 +257,41 @@ def batch_shape(*shapes: torch.Size) -> torch.Size:
         return torch.broadcast_shapes(*shapes)
     except RuntimeError as err:
         raise ValueError(f"batch shapes do not broadcast: {[tuple(s) for s in shapes]}") from err
+
+
+# --- devices, memory, inputs -------------------------------------------------------------------
+
+#: The largest tensor, in bytes, that a Part I function allocates; larger ones are refused before
+#: allocation. 16 GiB is more than any experiment of the book needs (the full-size sweeps stay
+#: below 2 GiB per tensor). Raise it on purpose (``sxor.xor.checks.MAX_BYTES = ...``) on a machine
+#: with more memory.
+MAX_BYTES = 16 * 2**30
+
+
+def check_device(name: str, device: object) -> torch.device | None:
+    """:func:`sxor.results.check_device` (the one place of the device check), with a wrong type
+    raised as :class:`ArgumentTypeError` as everywhere in Part I."""
+    try:
+        return _check_device(name, device)
+    except TypeError as err:
+        raise ArgumentTypeError(str(err)) from None
+
+
+def check_memory(what: str, shape: tuple[int, ...], dtype: torch.dtype) -> None:
+    """Refuse, before allocating, a tensor of ``shape`` and ``dtype`` above :data:`MAX_BYTES`;
+    the message names ``what`` (the arguments that set the size) and the estimate."""
+    numel = math.prod(int(s) for s in shape)
+    size = numel * (torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits) // 8 \
+        if dtype != torch.bool else numel
+    if size > MAX_BYTES:
+        raise ValueError(f"{what} would allocate a tensor of shape {tuple(shape)} ({size / 2**30:.3g} GiB), "
+                         f"above the limit sxor.xor.checks.MAX_BYTES = {MAX_BYTES / 2**30:.3g} GiB: "
+                         "choose smaller sizes (or raise the limit on purpose)")
+
+
+def check_signs(name: str, x: torch.Tensor) -> None:
+    """Require every entry of ``x`` to be exactly ``+1`` or ``-1`` (one pass: ``x * x == 1``
+    fails for 0, 0.5, NaN and infinities alike)."""
+    if x.numel() and not bool((x * x == 1).all()):
+        raise ValueError(f"{name} must have entries +1 or -1 only (inputs of the hypercube); "
+                         "got other values (0, fractions, NaN or infinities)")

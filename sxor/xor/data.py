@@ -9,7 +9,20 @@ from __future__ import annotations
 
 import torch
 
-from .checks import as_support, batch_shape, check_batch, check_dims, check_dtype, check_generator, check_int, check_support, check_tensor
+from .checks import (
+    as_support,
+    batch_shape,
+    check_batch,
+    check_device,
+    check_dims,
+    check_dtype,
+    check_generator,
+    check_int,
+    check_memory,
+    check_signs,
+    check_support,
+    check_tensor,
+)
 
 
 def sphere_embeddings(
@@ -47,12 +60,16 @@ def sphere_embeddings(
         (a TypeError and ValueError) unless ``d``, ``m`` are integers, ``batch`` a tuple of
         integers and ``dtype`` a real floating dtype (complex is refused).
     ValueError
-        unless ``d >= 2``, ``m >= 1`` and every batch size ``>= 0``.
+        unless ``d >= 2``, ``m >= 1`` and every batch size ``>= 0``; for a ``device`` that does
+        not exist or is not available (the message lists the available ones); and for a result
+        above :data:`sxor.xor.checks.MAX_BYTES` (16 GiB), estimated before allocating.
     """
     check_dims(d, m)
     batch = check_batch(batch)
     check_dtype("dtype", dtype)
     check_generator(generator)
+    device = check_device("device", device)
+    check_memory("sphere_embeddings(d, m, batch)", (*batch, d, m), dtype)
     z = torch.randn(*batch, d, m, generator=generator, dtype=dtype, device=device)
     return z / z.norm(dim=-1, keepdim=True)
 
@@ -82,11 +99,14 @@ def random_support(
     ArgumentTypeError
         unless ``d`` is an integer and ``batch`` a tuple of integers.
     ValueError
-        unless ``d >= 2``.
+        unless ``d >= 2``; for an unavailable ``device``; and for a result above
+        :data:`sxor.xor.checks.MAX_BYTES`, estimated before allocating.
     """
     check_dims(d)
     batch = check_batch(batch)
     check_generator(generator)
+    device = check_device("device", device)
+    check_memory("random_support(d, batch)", (*batch, 2), torch.int64)
     first = torch.randint(0, d, (*batch,), generator=generator, device=device)
     # j* is uniform over the d - 1 positions other than i*.
     offset = torch.randint(1, d, (*batch,), generator=generator, device=device)
@@ -130,12 +150,16 @@ def sample_sparse_xor(
         unless ``n``, ``d`` are integers, ``support`` integer and ``dtype`` a real floating or
         signed integer dtype (bool and unsigned cannot hold ``-1``).
     ValueError
-        unless ``n >= 1``, ``d >= 2`` and ``support`` is one pair of distinct positions in ``[0, d)``.
+        unless ``n >= 1``, ``d >= 2`` and ``support`` is one pair of distinct positions in ``[0, d)``;
+        for an unavailable ``device``; and for samples above :data:`sxor.xor.checks.MAX_BYTES`,
+        estimated before allocating.
     """
     check_dims(d)
     check_int("n", n, 1)
     check_dtype("dtype", dtype, integer=True)
     check_generator(generator)
+    device = check_device("device", device)
+    check_memory("sample_sparse_xor(n, d)", (n, d), torch.int64)
     support = as_support(support, device)
     check_support(support, d)
     if support.shape != (2,):
@@ -161,11 +185,13 @@ def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     ArgumentTypeError
         unless ``x`` is a tensor and ``support`` an integer tensor (or a pair of ints).
     ValueError
-        unless ``x`` has at least 2 dimensions, ``support`` is pairs of distinct positions in
-        ``[0, d)`` and the batch shapes broadcast.
+        unless ``x`` has at least 2 dimensions and entries :math:`\pm 1` only (0, 0.5, NaN and
+        infinities are refused), ``support`` is pairs of distinct positions in ``[0, d)`` and the
+        batch shapes broadcast.
     """
     check_tensor("x", x, 2)
     check_dtype("x", x.dtype, integer=True)
+    check_signs("x", x)
     support = as_support(support, x.device)
     check_support(support, x.shape[-1])
     batch = batch_shape(x.shape[:-2], support.shape[:-1])
@@ -198,6 +224,7 @@ def all_inputs(
     """
     check_dims(d)
     check_dtype("dtype", dtype, integer=True)
+    device = check_device("device", device)
     if d > 24:
         raise ValueError(f"enumerating 2^d inputs is only sensible for d <= 24, got d={d}")
     codes = torch.arange(2**d, device=device).unsqueeze(-1)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 
+from .checks import as_support, check_support, check_tensor
+
 
 def target_masses(attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     r"""Mass of each head on each target: ``M [..., 2, 2]`` with ``M[..., h, t]`` the weight that
@@ -34,8 +36,17 @@ def target_masses(attention: torch.Tensor, attention_tilde: torch.Tensor, suppor
     attention_tilde
         Weights :math:`\tilde\gamma` of the second head, ``[..., d]``.
     support
-        The targets :math:`(i^*, j^*)`, an integer tensor ``[..., 2]``.
+        The targets :math:`(i^*, j^*)`, an integer tensor ``[..., 2]`` of distinct positions.
+
+    Raises
+    ------
+    ValueError
+        unless ``attention`` and ``attention_tilde`` are tensors and ``support`` holds pairs of
+        distinct positions in ``[0, d)`` (both heads on one target is never a success).
     """
+    check_tensor("attention", attention, 1)
+    check_tensor("attention_tilde", attention_tilde, 1)
+    check_support(as_support(support), attention.shape[-1])
     heads = torch.stack(torch.broadcast_tensors(attention, attention_tilde), dim=-2)  # [..., 2, d]
     idx = support.to(heads.device).unsqueeze(-2).expand(*heads.shape[:-1], 2)
     return heads.gather(-1, idx)

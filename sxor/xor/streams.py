@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_embeddings, check_query, check_support
+from .checks import check_device, check_embeddings, check_int, check_memory, check_query, check_support
 from .model import attention_kind, scores
 
 _MASK32 = 0xFFFFFFFF
@@ -55,6 +55,23 @@ def _check_keys(keys: torch.Tensor, device) -> torch.Tensor:
     return keys.to(torch.int64)
 
 
+def stream_length(d: int) -> int:
+    """How many samples a stream of dimension ``d`` has: :math:`2^{32} / \\lceil d / 32 \\rceil`.
+
+    The word counter is 32 bits wide, so sample ``k`` and sample ``k + stream_length(d)`` would be
+    equal; the stream functions refuse samples at or beyond this index."""
+    return 2**32 // (-(-int(d) // 32))
+
+
+def _check_range(start: object, count: object, d: int) -> tuple[int, int]:
+    start, count = check_int("start", start, 0), check_int("count", count, 1)
+    if start + count > stream_length(d):
+        raise ValueError(f"samples start .. start + count - 1 = {start} .. {start + count - 1} reach beyond the "
+                         f"stream's length 2^32 / ceil(d / 32) = {stream_length(d)} at d = {d} (they would repeat "
+                         "its first samples)")
+    return start, count
+
+
 def stream_bytes(keys: torch.Tensor, start: int, count: int, d: int) -> torch.Tensor:
     """The raw bits of samples ``start, ..., start + count - 1`` of the streams ``keys [S]``, as
     bytes: ``[S, count, 4 W]`` int64 in ``[0, 256)``, ``W = ceil(d / 32)``; bit ``i`` of byte ``j``
@@ -81,13 +98,21 @@ def stream_inputs(
     Sample ``k`` of stream ``key`` is built from the 32-bit words
     ``hash32(hash32(key) + (k * W + w) * 0x9E3779B9)``, ``w < W = ceil(d / 32)``, of which the first
     ``d`` bits are used. Distinct keys give (for all practical purposes) independent streams.
+
+    Raises
+    ------
+    ValueError
+        unless ``d >= 1``, ``start >= 0`` and ``count >= 1`` are integers (not floats, not bool),
+        ``start + count`` is at most :func:`stream_length` ``(d)``, ``keys`` is a 1-d integer
+        tensor in :math:`[0, 2^{32})`, ``device`` exists and is available, and the result fits
+        :data:`sxor.xor.checks.MAX_BYTES` (estimated before allocating).
     """
-    if int(d) != d or d < 1:
-        raise ValueError(f"d must be a positive integer, got d={d}")
-    if int(start) != start or start < 0 or int(count) != count or count < 1:
-        raise ValueError(f"need integers start >= 0 and count >= 1, got start={start}, count={count}")
+    d = check_int("d", d, 1)
+    start, count = _check_range(start, count, d)
+    device = check_device("device", device)
     keys = _check_keys(keys, device)
     words = -(-d // 32)
+    check_memory("stream_inputs(keys, start, count, d)", (len(keys), count, 32 * words, 8), torch.int64)
     byte = stream_bytes(keys, start, count, d)  # [S, count, 4W]
     signs = _byte_table(dtype, keys.device)[byte]  # [S, count, 4W, 8]
     return signs.reshape(len(keys), count, 32 * words)[..., :d]
@@ -122,13 +147,13 @@ def stream_empirical_grads(
     S = V.shape[0]
     if V.dim() != 3 or theta.shape != (S, m) or theta_tilde.shape != (S, m) or support.shape != (S, 2):
         raise ValueError("need V [S, d, m], theta and theta_tilde [S, m], support [S, 2] with one S")
-    ns = [int(n) for n in ns]
-    if not ns or ns[0] < 1 or any(b <= a for a, b in zip(ns, ns[1:])):
+    if not isinstance(ns, (list, tuple)):
+        raise ValueError(f"ns must be a list of sample sizes, got {type(ns).__name__}")
+    ns = [check_int(f"ns[{i}]", n, 1) for i, n in enumerate(ns)]
+    if not ns or any(b <= a for a, b in zip(ns, ns[1:])):
         raise ValueError(f"ns must be a non-empty strictly increasing list of positive integers, got {ns}")
-    if int(block) != block or block < 1:
-        raise ValueError(f"block must be a positive integer, got {block}")
-    if int(start) != start or start < 0:
-        raise ValueError(f"start must be a non-negative integer, got {start}")
+    block = check_int("block", block, 1)
+    start, _ = _check_range(start, ns[-1], d)
     keys = _check_keys(keys, V.device)
     if keys.shape != (S,):
         raise ValueError(f"need one key per instance: keys of shape [{S}], got {tuple(keys.shape)}")

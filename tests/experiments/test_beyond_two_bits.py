@@ -7,7 +7,7 @@ import torch
 
 import sxor
 from sxor.experiments.beyond_two_bits import PERMUTATION_RATE, collisions, seeds_to_separate, two_bit_one_step
-from sxor.xor.dynamics import parity_labels, parity_predict
+from sxor.xor.kparity import parity_labels, parity_predict
 
 
 def test_seeds_to_separate_matches_the_normal_approximation_and_grows_near_p0():

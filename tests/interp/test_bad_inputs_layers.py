@@ -272,6 +272,14 @@ CASES = {
         (lambda: M.random_sphere_instance(1, 1, 30, gen()), "too rare"),
     ],
     # training
+    "authors_draw": [
+        (lambda: T.authors_draw(0, 3, 2), ">= 1"),
+        (lambda: T.authors_draw(2, 3.0, 2), "int"),
+        (lambda: T.authors_draw(2, 3, 2, width=True), "int"),
+        (lambda: T.authors_draw(2, 3, 2, seed=0.5), "seed"),
+        (lambda: T.authors_draw(2, 3, 2, dtype=torch.int32), "dtype"),
+        (lambda: T.authors_draw(2, 3, 2, dtype="float32"), "dtype"),
+    ],
     "uniform_attention_interpolant": [
         (lambda: T.uniform_attention_interpolant({"X": DATA.X}), "TikhonovData"),
         (lambda: T.uniform_attention_interpolant(DATA, epsilons=()), "epsilons"),
@@ -364,6 +372,9 @@ CASES = {
         (lambda: T.train(DATA, T.init_parameters(2), 0.1, 2, lr=0), "> 0"),
         (lambda: T.train((DATA.X, DATA.Y), T.init_parameters(2), 0.1, 2), "TikhonovData"),
         (lambda: T.train(DATA, T.init_parameters(2), 0.1, 2, record=-1), "record"),
+        (lambda: T.train(DATA, T.init_parameters(2), 0.1, 2, record="log+0"), "record"),
+        (lambda: T.train(DATA, T.init_parameters(2), 0.1, 2, record="log+x"), "record"),
+        (lambda: T.train(DATA, T.init_parameters(2), 0.1, 2, record="every"), "record"),
         (lambda: T.train(DATA, {k: v.detach() for k, v in TH.items()}, 0.1, 2), "require grad"),
         (lambda: T.train(DATA, T.init_parameters(2, dtype=torch.float32), 0.1, 2), "one dtype"),
         (lambda: T.train(DATA, T.init_parameters(2, scale=1e3), 0.0, 3, lr=1e100), "diverged at step|diverged"),
@@ -381,6 +392,7 @@ CASES = {
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", -1.0, 2, [1e-1], [2]), ">= 0"),
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2, 3]), "equal length"),
         (lambda: run_runs(2, 3, 2, NAN, "float64", 1e-3, 2, [1e-1], [2]), "finite"),
+        (lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2], authors_draw="yes"), "authors_draw"),
     ],
     "run_seeds": [
         (lambda: run_seeds(2, 3, 2, 1e-2, "float16", [1], [1e-1], [2]), "dtype"),
@@ -416,6 +428,15 @@ CASES = {
         (lambda: P.plot_tokens(AX, [torch.ones(0, 2)]), "n >= 1"),
         (lambda: P.plot_tokens(None, [torch.ones(3, 2)]), "Axes"),
         (lambda: P.plot_tokens(AX, [torch.ones(3, 2)], [torch.ones(1, 2), torch.ones(1, 2)]), "2 target sets"),
+    ],
+    "uniform_legend_markers": [
+        (lambda: P.uniform_legend_markers(None), "matplotlib Legend"),
+        (lambda: P.uniform_legend_markers(AX), "matplotlib Legend"),
+        (lambda: P.uniform_legend_markers("legend"), "matplotlib Legend"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size=0), "positive number"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size=float("nan")), "positive number"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size=True), "positive number"),
+        (lambda: P.uniform_legend_markers(AX.legend(["a"]), size="5"), "positive number"),
     ],
 }
 

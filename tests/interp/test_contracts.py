@@ -44,4 +44,10 @@ def test_tau_max_is_infinite_when_the_spread_does_not_exceed_the_radius():
     assert dataclasses.replace(T, spread=T.radius).tau_max == math.inf
     assert dataclasses.replace(T, spread=T.radius / 2).tau_max == math.inf
     doubled = dataclasses.replace(T, spread=2 * T.radius, gap=Fraction(3))
-    assert doubled.tau_max == 3 / math.log(2)
+    # rounded down, at most two ulps below, never above the exact 3 / log 2 = 4.32808512266689...
+    import mpmath
+
+    with mpmath.workdps(50):
+        exact = mpmath.mpf(3) / mpmath.log(2)
+        assert mpmath.mpf(doubled.tau_max) < exact
+    assert math.nextafter(math.nextafter(doubled.tau_max, math.inf), math.inf) >= 3 / math.log(2)

@@ -295,16 +295,15 @@ def test_snap_layer_refuses_non_finite_parameters(bad):
         snap_layer([1.0, 0.0], 0.0, bad, [0.0, 0.0], [1.0, 0.0])
 
 
-def test_enclosure_at_tiny_tau_is_fast_and_contains_hardmax_limit():
-    import time
+def test_enclosure_at_tiny_tau_contains_hardmax_limit():
+    from tests.hang_guard import hang_guard
 
     X = as_exact([[3, 0], [0, 3], [1, 1], [-2, -2]])
     p = rank_one_layer([1, 1])
     hard = self_attention(X, p["A"], p["rho"], p["V"])
     for tau in (Fraction(1, 10**9), Fraction(1, 10**12), Fraction(1, 10**40)):
-        t0 = time.process_time()
-        lo, hi = softmax_attention_enclosure(X, p["A"], p["rho"], p["V"], tau)
-        assert time.process_time() - t0 < 5
+        with hang_guard(f"softmax_attention_enclosure at tau = {tau}"):
+            lo, hi = softmax_attention_enclosure(X, p["A"], p["rho"], p["V"], tau)
         assert all(lo[i, c] <= hard[i, c] <= hi[i, c] for i in range(4) for c in range(2))
         assert max(b - a for a, b in zip(lo.flat, hi.flat)) < Fraction(1, 2**150)
 

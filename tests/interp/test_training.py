@@ -248,3 +248,106 @@ def test_exact_uniform_interpolant_refuses_bad_input():
     dead = dict(data.theta_star, b=-100 * torch.ones(4, dtype=torch.float64))  # every unit off
     with pytest.raises(ValueError, match="inactive"):
         exact_uniform_interpolant(data, dead)
+
+
+def _authors_scripts_draw(N, n, d):
+    """The first lines of the authors' ``tikhonovTrainLoss.py`` / ``tikhonovEpsilon.py``, written out:
+    ``torch.manual_seed(0)``, their ``generateSyntheticData`` (row tokens, ``W [4, d]``, ``U [d, 4]``),
+    then their model's ``nn.Linear`` layers in construction order (``to_q``, ``to_k``, ``to_v``, the FF)."""
+    import torch.nn as nn
+
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        inputs = torch.rand(N, n, d)
+        W, U, b = torch.rand(4, d), torch.rand(d, 4), torch.rand(4)
+        SA = torch.bmm(torch.softmax(torch.zeros(N, n, n), dim=-1), inputs @ torch.eye(d))
+        outputs = (SA + torch.relu(SA @ U + b) @ W)[:, -1:, :]
+        to_q, to_k, to_v = nn.Linear(d, 1, bias=False), nn.Linear(d, 1, bias=False), nn.Linear(d, d, bias=False)
+        ff = nn.Sequential(nn.Linear(d, 4), nn.ReLU(), nn.Linear(4, d, bias=False))
+    return inputs, outputs, W, U, b, to_q, to_k, to_v, ff
+
+
+@pytest.mark.parametrize("N,n,d", [(10, 100, 16), (3, 5, 2)])
+def test_authors_draw_is_their_generator_stream_bit_for_bit(N, n, d):
+    from sxor.interp.training import authors_draw
+
+    before = torch.random.get_rng_state()
+    data, th = authors_draw(N, n, d)
+    assert torch.equal(torch.random.get_rng_state(), before)  # the global generator is untouched
+    inputs, outputs, W, U, b, to_q, to_k, to_v, ff = _authors_scripts_draw(N, n, d)
+    assert data.X.dtype == torch.float32 and torch.equal(data.X, inputs) and torch.equal(data.Y, outputs)
+    star = data.theta_star
+    assert torch.equal(star["W"], W.T) and torch.equal(star["U"], U.T) and torch.equal(star["b"], b)
+    assert torch.equal(star["V"], torch.eye(d)) and float(star["eta"]) == 1 and float(star["rho"]) == 0
+    # their score to_q(x_i) to_k(x_l) is block's (k . x_i)(q . x_l)
+    assert torch.equal(th["k"], to_q.weight[0]) and torch.equal(th["q"], to_k.weight[0])
+    assert torch.equal(th["V"], to_v.weight) and torch.equal(th["U"], ff[0].weight)
+    assert torch.equal(th["b"], ff[0].bias) and torch.equal(th["W"], ff[2].weight)
+    assert float(th["rho"].detach()) == 0 and float(th["eta"].detach()) == 0 and all(p.requires_grad for p in th.values())
+    # the same block as their TFBlock.forward on these parameters
+    with torch.no_grad():
+        ref = to_v(torch.softmax(to_q(inputs) @ to_k(inputs).transpose(-2, -1), dim=-1) @ inputs)
+        ref = ff(ref)  # rho = eta = 0
+        assert torch.allclose(block(data.X, {k: v.detach() for k, v in th.items()}), ref, rtol=1e-5, atol=1e-6)
+    # theta* interpolates their targets to float32 rounding
+    assert float(loss(data.X, data.Y, star)) < 1e-9
+
+
+def test_authors_draw_other_seed_dtype_and_bad_input():
+    from sxor.interp.training import authors_draw
+
+    d32, th32 = authors_draw(3, 4, 2)
+    d64, th64 = authors_draw(3, 4, 2, dtype=torch.float64)
+    assert d64.X.dtype == torch.float64 and torch.equal(d64.X, d32.X.double())  # float32 draws, converted
+    assert all(torch.equal(th64[k].detach(), th32[k].detach().double()) for k in th32)
+    assert not torch.equal(authors_draw(3, 4, 2, seed=1)[0].X, d32.X)
+    with pytest.raises(TypeError, match="dtype"):
+        authors_draw(3, 4, 2, dtype=torch.int64)
+    with pytest.raises(ValueError, match=">= 1"):
+        authors_draw(0, 4, 2)
+    with pytest.raises(TypeError, match="seed"):
+        authors_draw(3, 4, 2, seed=0.5)
+    with pytest.raises(TypeError, match="authors_draw"):
+        run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=2,
+                 sweep_epsilons=[1e-1], sweep_steps=[2], authors_draw=1)
+
+
+def test_runs_on_the_authors_draw_start_from_it():
+    from sxor.interp.training import authors_draw
+
+    records = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=5,
+                       sweep_epsilons=[1e-3], sweep_steps=[5], authors_draw=True)
+    data, th = authors_draw(3, 4, 3, dtype=torch.float64)
+    assert records[0]["theta_star_sq_norm"] == data.theta_star_sq_norm
+    J0 = float(loss(data.X, data.Y, {k: v.detach() for k, v in th.items()}))
+    assert records[0]["curve"][0][1] == J0  # step 1's loss is at the authors' initialisation
+    # both runs start from the same draw (each of the authors' scripts re-seeds), so equal settings agree
+    assert records[0]["loss"] == records[1]["loss"]
+    own = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=5,
+                   sweep_epsilons=[1e-3], sweep_steps=[5])
+    assert own[0]["theta_star_sq_norm"] != records[0]["theta_star_sq_norm"]  # the book's own draw differs
+
+
+def test_record_log_plus_every_k_steps():
+    data = tikhonov_data(N=2, n=3, d=2, seed=0)
+    out = train(data, init_parameters(2, seed=0), 1e-3, 120, record="log+25")
+    steps = [int(c[0]) for c in out["curve"]]
+    assert steps == sorted(set(log_spaced_steps(120)) | {25, 50, 75, 100})
+    ref = train(data, init_parameters(2, seed=0), 1e-3, 120, record="log")  # same run, fewer points
+    assert ref["loss"] == out["loss"] and {tuple(c) for c in ref["curve"]} <= {tuple(c) for c in out["curve"]}
+
+
+def test_threshold_crossing_and_plot_against_paper():
+    from sxor.experiments.regularised_training import PAPER_FIGURE_1, plot_against_paper, threshold_crossing
+
+    curve = [[1, 5.0], [2, 3.0], [4, 0.5], [8, 1.5], [16, 0.2], [32, 0.1]]
+    assert threshold_crossing(curve, 1.0) == {"first_below": (2, 4), "last_above": (8, 16)}
+    assert threshold_crossing(curve, 0.05) == {"first_below": None, "last_above": None}
+    assert threshold_crossing(curve, 10.0) == {"first_below": (None, 1), "last_above": None}
+    records = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=20,
+                       sweep_epsilons=[1e-1, 1e-2, 1e-3], sweep_steps=[5, 5, 5], authors_draw=True, record="log+5")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = plot_against_paper({"records": records})
+    assert len(fig.axes) == 2 and set(PAPER_FIGURE_1["fig1b_min_J"]) == {1e-1, 1e-2, 1e-3}

@@ -199,7 +199,7 @@ def test_predicted_same_target_counts_the_non_targets():
 
 
 def test_parity_specialised_mass_threshold_is_inclusive():
-    from sxor.xor.dynamics import parity_specialised
+    from sxor.xor.kparity import parity_specialised
 
     exact = torch.tensor([[0.9, 0.05, 0.0], [0.0, 0.0, 0.9], [0.05, 0.9, 0.0]], dtype=torch.float64)
     assert bool(parity_specialised(exact))  # heads (0, 1, 2) -> targets (0, 2, 1), every mass exactly 0.9

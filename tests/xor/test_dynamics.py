@@ -13,14 +13,16 @@ from sxor.xor.dynamics import (
     empirical_one_step,
     first_success,
     minibatch_sgd,
+    population_descent,
+    sample_batch,
+)
+from sxor.xor.kparity import (
     parity_descent,
     parity_inits,
     parity_labels,
     parity_population_loss,
     parity_predict,
     parity_specialised,
-    population_descent,
-    sample_batch,
 )
 from sxor.xor.reference import autograd_grad, empirical_loss
 from sxor.xor.sweeps import random_instances
