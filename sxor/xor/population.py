@@ -366,6 +366,100 @@ def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bo
     return StepAndLimit(result, heads[..., 0], heads[..., 1])
 
 
+class StepPath(NamedTuple):
+    """Which implementation the last one-step call took (:func:`last_path`)."""
+
+    path: str  #: ``"native"`` (the fused C kernel of :mod:`sxor.xor.native`) or ``"torch"``
+    reason: str  #: why: the kernel's conditions, or the first one that failed
+
+
+_LAST_PATH = StepPath("none", "no one-step call yet")
+
+
+def last_path() -> StepPath:
+    """The implementation the last call of :func:`one_step`, :func:`one_step_and_limit` or
+    :func:`one_step_and_limit_factored` in this process took, and why."""
+    return _LAST_PATH
+
+
+def _set_path(path: str, reason: str) -> None:
+    global _LAST_PATH
+    _LAST_PATH = StepPath(path, reason)
+
+
+def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=None, check_rows: bool,
+                 limit: bool):
+    """One step through the native kernel, or ``None`` (with the reason recorded) when it does not
+    apply. ``X`` holds the embeddings of a batch ``[B, ...]`` or one instance, with entry ``(i, j)``
+    of ``V`` (row ``i < d``, column ``j < m``) at element offset ``i * sd + j * sm`` of each instance
+    (times ``scale [.., d]`` when given); one of ``sd``, ``sm`` must be 1."""
+    from . import native
+
+    reason = None
+    if kind != "softmax":
+        reason = f"kind {kind!r} (the kernel is written for softmax heads)"
+    elif X.device.type != "cpu":
+        reason = f"device {X.device.type} (the kernel runs on the CPU)"
+    elif X.dtype not in (torch.float32, torch.float64):
+        reason = f"dtype {X.dtype}"
+    elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (X, theta0, eta, scale)):
+        reason = "an autograd graph is being recorded"
+    elif X.dim() not in (2, 3):
+        reason = f"{X.dim() - 2} batch dimensions (the kernel takes at most one)"
+    elif 1 not in (sd, sm):
+        reason = "embeddings strided along both d and m"
+    if reason is None:
+        lib = native.library()
+        if lib is None:
+            reason = native.unavailable_reason()
+    if reason is not None:
+        _set_path("torch", reason)
+        return None
+    single = X.dim() == 2
+    Xb = X.unsqueeze(0) if single else X
+    B = Xb.shape[0]
+    d, m = (Xb.shape[-1], Xb.shape[-2]) if scale is not None else (Xb.shape[-2], Xb.shape[-1])
+    dtype = X.dtype
+    if single and (theta0.dim() > 1 or support.dim() > 1 or eta.dim() > 0 or (scale is not None and scale.dim() > 1)):
+        th = None
+    else:
+        try:
+            th = theta0.to(dtype).expand(B, m).contiguous()
+            sup = support.to(torch.int64).expand(B, 2).contiguous()
+            et = eta.to(dtype).expand(B).contiguous()
+            sc = None if scale is None else scale.to(dtype).expand(B, d).contiguous()
+        except RuntimeError:
+            th = None
+    if th is None:
+        _set_path("torch", "the queries, support or eta carry batch dimensions that V does not")
+        return None
+    theta1, theta1t = torch.empty(B, m, dtype=dtype), torch.empty(B, m, dtype=dtype)
+    loss, g1, h1 = torch.empty(B, dtype=dtype), torch.empty(B, d, dtype=dtype), torch.empty(B, d, dtype=dtype)
+    head, headt, bad = (torch.empty(B, dtype=torch.int64) for _ in range(3))
+    fn = lib.sxor_one_step_f64 if dtype == torch.float64 else lib.sxor_one_step_f32
+    nbad = fn(B, d, m, Xb.data_ptr(), Xb.stride(0) if B > 1 else 0, sd, sm,
+              None if sc is None else sc.data_ptr(), d, th.data_ptr(), m, sup.data_ptr(), 2, et.data_ptr(), 1,
+              int(limit), int(check_rows), torch.get_num_threads(), theta1.data_ptr(), theta1t.data_ptr(),
+              loss.data_ptr(), g1.data_ptr(), h1.data_ptr(), head.data_ptr(), headt.data_ptr(), bad.data_ptr())
+    if nbad < 0:
+        raise MemoryError("the native one-step kernel could not allocate its workspace")
+    if nbad > 0 and check_rows:
+        _set_path("torch", "a score of the first pass was not finite (the torch path checks V)")
+        return None
+    _set_path("native", f"fused C kernel, {torch.get_num_threads()} threads, "
+                        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}")
+    if single:
+        theta1, theta1t, loss, g1, h1, head, headt = (t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt))
+    result = OneStepResult(theta1, theta1t, loss, g1, h1)
+    return StepAndLimit(result, head, headt) if limit else result
+
+
+def _native_or_none(V, theta0, support, eta, kind, *, check_rows, limit):
+    """:func:`_native_step` for embeddings ``V [..., d, m]`` in any layout."""
+    return _native_step(V, V.stride(-2), V.stride(-1), theta0, support, eta, kind, check_rows=check_rows,
+                        limit=limit)
+
+
 def one_step(
     V: torch.Tensor,
     theta0: torch.Tensor,
@@ -385,6 +479,9 @@ def one_step(
     ValueError unless ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
     eta = _check_step_inputs(V, theta0, support, eta)
+    out = _native_or_none(V, theta0, support, eta, kind, check_rows=True, limit=False)
+    if out is not None:
+        return out
     parts = _cache_blocks(V, theta0, support, eta)
     if parts is None:
         return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=True)
@@ -408,6 +505,9 @@ def one_step_and_limit(
     ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
     """
     eta = _check_step_inputs(V, theta0, support, eta) if check else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
+    out = _native_or_none(V, theta0, support, eta, kind, check_rows=check, limit=True)
+    if out is not None:
+        return out
     return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=check, limit=True)
 
 
@@ -423,4 +523,8 @@ def one_step_and_limit_factored(
     ``Z [..., m, d]`` and ``scale [..., d]`` (:class:`sxor.xor.sweeps.ScaledInstances`), without
     input checks: the sweeps draw these instances themselves and never materialise ``V``."""
     eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
+    out = _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind, scale=scale, check_rows=False,
+                       limit=True)
+    if out is not None:
+        return out
     return _one_step(Z, theta0, support, eta, kind, scale=scale, limit=True)
