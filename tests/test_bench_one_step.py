@@ -65,6 +65,8 @@ def test_reference_on_cuda_matches_cpu(bench):
 def test_cache_blocks_give_the_same_step_as_one_block(bench, monkeypatch):
     from sxor.xor import population
 
+    monkeypatch.setenv("SXOR_NATIVE", "0")  # the torch path's blocking, not the native kernel
+
     inst = random_instances(12, 256, 8, seed=3)
     eta = torch.linspace(1e3, 1e7, 12, dtype=torch.float64)
     whole = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
@@ -77,6 +79,8 @@ def test_cache_blocks_give_the_same_step_as_one_block(bench, monkeypatch):
 
 def test_one_instance_blocks_give_the_same_step(monkeypatch):
     from sxor.xor import population
+
+    monkeypatch.setenv("SXOR_NATIVE", "0")  # the torch path's blocking, not the native kernel
 
     inst = random_instances(3, 64, 4, seed=5)
     whole = sxor.one_step(inst.V, inst.theta0, inst.support, 1e5)
@@ -99,6 +103,8 @@ def test_limit_comparison_records_the_limit_and_both_ratios(bench):
 def test_blocked_matrix_vector_passes_give_the_same_step(monkeypatch, limit):
     """The long-d path (matrix-vector products over column blocks of V^T) against the batched one."""
     from sxor.xor import population
+
+    monkeypatch.setenv("SXOR_NATIVE", "0")  # the torch path's blocking, not the native kernel
 
     inst = random_instances(3, 1000, 6, seed=7)
     eta = torch.tensor([1e2, 1e4, 1e6], dtype=torch.float64)

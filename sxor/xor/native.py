@@ -99,17 +99,23 @@ def _compile() -> ctypes.CDLL:
 def library() -> ctypes.CDLL | None:
     """The compiled kernel, compiling it on first use; ``None`` if unavailable (see
     :func:`unavailable_reason`). The outcome is remembered for the process."""
+    if os.environ.get("SXOR_NATIVE", "1") == "0":  # read at every call, so tests can switch it
+        _state["off"] = True
+        return None
+    _state.pop("off", None)
     if "lib" not in _state:
-        if os.environ.get("SXOR_NATIVE", "1") == "0":
-            _state["lib"], _state["why"] = None, "disabled by SXOR_NATIVE=0"
-        else:
-            try:
-                _state["lib"], _state["why"] = _compile(), None
-            except (OSError, RuntimeError, subprocess.SubprocessError) as err:
-                _state["lib"], _state["why"] = None, f"native kernel unavailable: {err}"
+        try:
+            _state["lib"], _state["why"] = _compile(), None
+        except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+            _state["lib"], _state["why"] = None, f"native kernel unavailable: {err}"
     return _state["lib"]
 
 
 def unavailable_reason() -> str | None:
     """Why :func:`library` returned ``None`` (``None`` when it is loaded or not yet tried)."""
-    return _state.get("why")
+    return "disabled by SXOR_NATIVE=0" if _state.get("off") else _state.get("why")
+
+
+def reset() -> None:
+    """Forget the outcome of the last :func:`library` call (the next one compiles or loads again)."""
+    _state.clear()

@@ -307,7 +307,7 @@ def _softmax_pullback_rows(s: torch.Tensor, support: torch.Tensor) -> torch.Tens
     du[..., 1, :].addcmul_(W[..., 0, :], T)
     du.scatter_add_(-1, sup, -W.gather(-1, sup.flip(-1)).flip(-2))  # -(h_b, h_a) and -(g_b, g_a)
     dots = (W.unsqueeze(-2) @ du.unsqueeze(-1)).squeeze(-1)  # <g, du_g>, <h, du_h>: [..., 2, 1]
-    return du.sub_(dots).mul_(W)
+    return (du - dots) * W  # out of place: the product above saved du for autograd
 
 
 def _loss_rows(W: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
