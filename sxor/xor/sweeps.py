@@ -88,17 +88,29 @@ def sweep(
     """Apply ``measure`` to ``num_seeds`` instances, chunk by chunk, and concatenate on the CPU.
 
     ``measure`` maps a batch of instances to a dict of per-instance tensors ``[S, ...]``. Peak
-    memory is one chunk, whatever ``num_seeds``. A tqdm bar shows progress (``TQDM_DISABLE=1``
+    memory is one chunk and the results, whatever ``num_seeds``. A tqdm bar shows progress (``TQDM_DISABLE=1``
     silences it, as CI does).
     """
     size = chunk_size(d, m, dtype=dtype, budget_bytes=budget_bytes)
-    parts: dict[str, list[torch.Tensor]] = {}
+    results: dict[str, torch.Tensor] = {}
     total = math.ceil(num_seeds / size)
     for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={m}"):
         batch = random_instances(len(block), d, m, seed=seed + block.start, dtype=dtype, device=device)
-        for key, value in measure(batch).items():
-            parts.setdefault(key, []).append(value.detach().cpu())
-    return {key: torch.cat(values) for key, values in parts.items()}
+        _store(results, measure(batch), block, num_seeds)
+        del batch
+    return results
+
+
+def _store(results: dict[str, torch.Tensor], values: dict[str, torch.Tensor], block: range, num: int) -> None:
+    """Copy one chunk's per-instance ``values`` into rows ``block`` of ``results`` (CPU tensors of
+    ``num`` rows, allocated at the first chunk): nothing a later chunk allocates outlives it, so
+    the allocator reuses the same memory for every chunk and the peak does not creep up with the
+    number of chunks."""
+    for key, value in values.items():
+        dest = results.get(key)
+        if dest is None:
+            dest = results[key] = torch.empty(num, *value.shape[1:], dtype=value.dtype)
+        dest[block.start:block.stop].copy_(value.detach())
 
 
 class NestedInstances(NamedTuple):
@@ -208,7 +220,7 @@ def sweep_m(
         raise ValueError(f"every m must lie in 1..m_max = 1..{m_max}, got {ms}")
     # Z dominates; the measure's temporaries (scores, weights, one-hot heads) about double it.
     size = max(1, int(budget_bytes // (2 * d * m_max * torch.finfo(dtype).bits // 8)))
-    parts: dict[int, dict[str, list[torch.Tensor]]] = {m: {} for m in ms}
+    results: dict[int, dict[str, torch.Tensor]] = {m: {} for m in ms}
     total = math.ceil(num_seeds / size)
     for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={ms[0]}..{ms[-1]}"):
         nested = nested_instances(len(block), d, m_max, seed=seed + block.start, dtype=dtype, device=device)
@@ -216,7 +228,6 @@ def sweep_m(
         for m in ms:
             _accumulate_sq_norms(nested.Z, sq_norms, done, m)
             done = m
-            for key, value in measure(at_m(nested, m, sq_norms=sq_norms)).items():
-                parts[m].setdefault(key, []).append(value.detach().cpu())
-        del nested
-    return {m: {key: torch.cat(values) for key, values in p.items()} for m, p in parts.items()}
+            _store(results[m], measure(at_m(nested, m, sq_norms=sq_norms)), block, num_seeds)
+        del nested, sq_norms
+    return results
