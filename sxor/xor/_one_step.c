@@ -61,18 +61,28 @@ static inline double exp_nonpos(double x) {
 }
 
 #define DEFINE_STEP(T, SUF)                                                                           \
-/* out_k = X q_k for nq in {1, 2, 4} queries q_k (m apart in q): out_k[i] = sum_j X[i,j] q_k[j] */      \
+/* Scores of nq in {1, 2, 4} queries q_k (m apart in q), s_k[i] = scale[i] sum_j X[i,j] q_k[j] (scale  \
+ * optional): s_0, s_1 are written to out[0], out[1]; s_2, s_3 only enter the running argmax am[0],  \
+ * am[1] (first index of the maximum, NaN counting as the maximum, as for torch.argmax). */            \
+static inline void keep_##SUF(T v, int64_t i, T *best, int64_t *at) {                                  \
+    if (v > *best || (v != v && *best == *best)) *best = v, *at = i;                                    \
+}                                                                                                       \
 static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, int64_t sm,                \
-                         const T *restrict q, int nq, T *out[4]) {                                                                   \
+                         const T *restrict scale, const T *restrict q, int nq, T *out[2], int64_t am[2]) { \
+    T best[2] = {-INFINITY, -INFINITY};                                                                 \
+    if (nq == 4) am[0] = am[1] = 0;                                                                     \
     if (sm == 1) { /* [d, m]: a dot product per row and query */                                       \
         for (int64_t i = 0; i < d; i++) {                                                               \
             const T *row = X + i * sd;                                                                  \
+            T f = scale ? scale[i] : (T)1;                                                              \
             for (int k = 0; k < nq; k++) {                                                              \
                 const T *qk = q + k * m;                                                                \
                 T acc = 0;                                                                              \
                 _Pragma("omp simd reduction(+:acc)")                                                    \
                 for (int64_t j = 0; j < m; j++) acc += row[j] * qk[j];                                  \
-                out[k][i] = acc;                                                                        \
+                if (scale) acc *= f;                                                                    \
+                if (k < 2) out[k][i] = acc;                                                             \
+                else keep_##SUF(acc, i, &best[k - 2], &am[k - 2]);                                      \
             }                                                                                           \
         }                                                                                               \
         return;                                                                                         \
@@ -117,7 +127,27 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
                 for (int64_t i = 0; i < n; i++) Ak[i] += a * r0[i];                                     \
             }                                                                                           \
         }                                                                                               \
-        for (int k = 0; k < nq; k++) memcpy(out[k] + c, acc[k], n * sizeof(T));                         \
+        for (int k = 0; k < nq; k++) {                                                                  \
+            T *Ak = acc[k];                                                                             \
+            if (scale) {                                                                                \
+                const T *sc = scale + c;                                                                \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = 0; i < n; i++) Ak[i] *= sc[i];                                         \
+            }                                                                                           \
+            if (k < 2) {                                                                                \
+                memcpy(out[k] + c, Ak, n * sizeof(T));                                                  \
+                continue;                                                                               \
+            }                                                                                           \
+            T mx = -INFINITY;                                                                           \
+            int nan = 0;                                                                                \
+            _Pragma("omp simd reduction(max:mx) reduction(|:nan)")                                      \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                mx = Ak[i] > mx ? Ak[i] : mx;                                                           \
+                nan |= Ak[i] != Ak[i];                                                                  \
+            }                                                                                           \
+            if (nan || mx > best[k - 2]) /* the block holds a new maximum: find its first index */      \
+                for (int64_t i = 0; i < n; i++) keep_##SUF(Ak[i], c + i, &best[k - 2], &am[k - 2]);      \
+        }                                                                                               \
     }                                                                                                   \
 }                                                                                                       \
                                                                                                         \
@@ -185,20 +215,6 @@ static void pullback_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd
     }                                                                                                   \
 }                                                                                                       \
                                                                                                         \
-/* First index of the maximum (NaN counting as the maximum, as for torch.argmax). */                    \
-static int64_t argmax_##SUF(const T *x, int64_t d) {                                                    \
-    T mx = -INFINITY;                                                                                   \
-    int nan = 0;                                                                                        \
-    _Pragma("omp simd reduction(max:mx) reduction(|:nan)")                                              \
-    for (int64_t i = 0; i < d; i++) {                                                                   \
-        mx = x[i] > mx ? x[i] : mx;                                                                     \
-        nan |= x[i] != x[i];                                                                            \
-    }                                                                                                   \
-    for (int64_t i = 0; i < d; i++)                                                                     \
-        if (nan ? x[i] != x[i] : x[i] == mx) return i;                                                  \
-    return 0;                                                                                           \
-}                                                                                                       \
-                                                                                                        \
 /* g = softmax(a) and h = softmax(b) in place (log-sum-exp: exp(x - max) / sum); returns the sums of   \
  * squares gg, hh, the inner product gh and sum (g h)^2 of the normalised weights. */                  \
 static void softmax2_##SUF(T *a, T *b, int64_t d, T mxa, T mxb, T *gg, T *hh, T *gh, T *dg) {          \
@@ -229,12 +245,10 @@ static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t 
                           const T *theta0, int64_t a, int64_t b, T eta, int limit, int stop_bad,        \
                           T *theta1, T *theta1t, T *loss, T *g1, T *h1, int64_t *head, int64_t *headt,  \
                           T *w) {                                                                       \
-    T *g = w, *h = w + d, *q = w + 2 * d; /* q: 4 queries of length m, then 2 gradients */              \
-    T *gr = q + 4 * m, *gt = gr + m;                                                                    \
-    T *out[4] = {g, 0, 0, 0};                                                                           \
-    scores_##SUF(X, d, m, sd, sm, theta0, 1, out); /* pass 1: s = V theta0 */                           \
-    if (scale)                                                                                          \
-        for (int64_t i = 0; i < d; i++) g[i] *= scale[i];                                               \
+    T *g = g1, *h = h1; /* the outputs' rows hold the scores, weights and pullbacks until pass 3 */      \
+    T *q = w, *gr = q + 4 * m, *gt = gr + m; /* w: 4 queries of length m, then 2 gradients */           \
+    T *out[2] = {g, 0};                                                                                 \
+    scores_##SUF(X, d, m, sd, sm, scale, theta0, 1, out, 0); /* pass 1: s = V theta0 */                 \
     T mx = -INFINITY, mn = INFINITY;                                                                    \
     int bad = 0;                                                                                        \
     _Pragma("omp simd reduction(max:mx) reduction(min:mn) reduction(|:bad)")                            \
@@ -295,21 +309,10 @@ static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t 
         q[2 * m + j] = -gr[j];                                                                          \
         q[3 * m + j] = -gt[j];                                                                          \
     }                                                                                                   \
-    T *o[4] = {g1, h1, g, h}; /* g, h (the pullbacks) are no longer needed */                            \
-    scores_##SUF(X, d, m, sd, sm, q, limit ? 4 : 2, o); /* pass 3: the new scores */                    \
-    if (scale)                                                                                          \
-        for (int64_t i = 0; i < d; i++) {                                                               \
-            g1[i] *= scale[i];                                                                          \
-            h1[i] *= scale[i];                                                                          \
-            if (limit) {                                                                                \
-                g[i] *= scale[i];                                                                       \
-                h[i] *= scale[i];                                                                       \
-            }                                                                                           \
-        }                                                                                               \
-    if (limit) {                                                                                        \
-        *head = argmax_##SUF(g, d);                                                                     \
-        *headt = argmax_##SUF(h, d);                                                                    \
-    }                                                                                                   \
+    T *o[2] = {g1, h1};                                                                                 \
+    int64_t am[2];                                                                                      \
+    scores_##SUF(X, d, m, sd, sm, scale, q, limit ? 4 : 2, o, am); /* pass 3: the new scores */         \
+    if (limit) *head = am[0], *headt = am[1];                                                           \
     T m1 = -INFINITY, m2 = -INFINITY;                                                                   \
     _Pragma("omp simd reduction(max:m1,m2)")                                                            \
     for (int64_t i = 0; i < d; i++) {                                                                   \
@@ -334,7 +337,7 @@ typedef struct {                                                                
 static void *worker_##SUF(void *arg) {                                                                  \
     job_##SUF *J = (job_##SUF *)arg;                                                                    \
     int64_t d = J->d, m = J->m, nbad = 0;                                                               \
-    T *w = (T *)malloc((size_t)(2 * d + 6 * m) * sizeof(T));                                            \
+    T *w = (T *)malloc((size_t)(6 * m) * sizeof(T));                                            \
     if (!w) {                                                                                           \
         __atomic_fetch_add(&J->oom, 1, __ATOMIC_RELAXED);                                               \
         return 0;                                                                                       \
