@@ -452,7 +452,9 @@ def main(argv: list[str] | None = None) -> int:
         "smallest_fraction_of_limit": min((r["fraction_of_limit"] for rows in limits.values() for r in rows), default=None),
         # issue: 1x and 10x the seeds within 10% of each other above the baseline (the start)
         "memory_growth_10x_over_1x": memory[1]["rss_growth_bytes"] / max(1, memory[0]["rss_growth_bytes"]),
-        "memory_flat_in_seeds": memory[1]["rss_growth_bytes"] <= 1.1 * memory[0]["rss_growth_bytes"],
+        # flat: the two growths within 10% of each other, either way
+        "memory_flat_in_seeds": max(memory[0]["rss_growth_bytes"], memory[1]["rss_growth_bytes"])
+        <= 1.1 * min(memory[0]["rss_growth_bytes"], memory[1]["rss_growth_bytes"]),
         "h200_1600_per_s": (target_cfg["closed_form"]["instances_per_s"] >= GPU_TARGET["instances_per_s"]
                             if device.type == "cuda" and target_cfg else None),
     }

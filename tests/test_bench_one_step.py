@@ -97,6 +97,8 @@ def test_limit_comparison_records_the_limit_and_both_ratios(bench):
     assert row["fraction_of_limit"] == row["limit_seconds"] / row["one_step_seconds"]
     assert row["ratio_vs_reference"] > 0 and len(row["ratio_vs_reference_pairs"]) == 3
     assert row["max_relative_difference_vs_reference"] < 1e-10
+    assert row["cpu_limit_seconds"] >= 0 and row["cpu_fraction_of_limit"] >= 0 and row["cpu_ratio_vs_reference"] >= 0
+    assert row["path"] in ("native", "torch") and row["path_reason"]
 
 
 @pytest.mark.parametrize("limit", [False, True])
