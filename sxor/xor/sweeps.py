@@ -161,12 +161,27 @@ def nested_instances(
     Z = torch.empty(num, m_max, d, dtype=dtype, device=device)
     z_theta = torch.empty(num, m_max, dtype=dtype, device=device)
     support = torch.empty(num, 2, dtype=torch.long, device=device)
-    gen = torch.Generator(device=device)
-    for k in range(num):
-        gen.manual_seed(seed + k)
-        torch.randn(m_max, d, generator=gen, dtype=dtype, device=device, out=Z[k])
-        torch.randn(m_max, generator=gen, dtype=dtype, device=device, out=z_theta[k])
-        support[k] = random_support(d, generator=gen, device=device)
+
+    def draw(ks: range) -> None:
+        gen = torch.Generator(device=device)
+        for k in ks:
+            gen.manual_seed(seed + k)
+            torch.randn(m_max, d, generator=gen, dtype=dtype, device=device, out=Z[k])
+            torch.randn(m_max, generator=gen, dtype=dtype, device=device, out=z_theta[k])
+            support[k] = random_support(d, generator=gen, device=device)
+
+    # Each instance has its own generator, so instances can be drawn on several threads at once
+    # (torch releases the GIL while it draws) with the same numbers: on the CPU, when the draws
+    # are large enough to be worth a thread, one contiguous range of instances per torch thread.
+    threads = min(torch.get_num_threads(), num) if device.type == "cpu" and m_max * d >= 2**16 else 1
+    if threads <= 1:
+        draw(range(num))
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        bounds = [num * t // threads for t in range(threads + 1)]
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(draw, [range(a, b) for a, b in zip(bounds, bounds[1:])]))
     return NestedInstances(Z, z_theta, support)
 
 
