@@ -14,6 +14,11 @@ It measures, for each (d, m, batch):
 * autograd through a Monte-Carlo loss (``sxor.xor.reference.monte_carlo_loss``) with enough samples
   that the gradient's relative standard error is ``--epsilon`` (default 1%).
 
+* the **three-read limit** (:func:`bench_limit`, on ``--limit-threads`` threads, default 1 and 2):
+  ``sxor.one_step`` with ``V`` stored ``[B, m, d]`` (passed as the transposed view) and stored
+  ``[B, d, m]``, the straightforward reference, and three times the fastest streaming read of the
+  same ``V``, all alternated; the fraction of the limit and the ratio to the reference;
+
 and the memory of a streamed sweep (``sxor.xor.sweeps.sweep``) for 1x and 10x the seeds, each in a
 fresh subprocess (peak resident memory on CPU, ``torch.cuda.max_memory_allocated`` on GPU).
 """
@@ -35,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import sxor  # noqa: E402
-from sxor.xor import analysis  # noqa: E402
+from sxor.xor import analysis, population  # noqa: E402
 from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402
 from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402
 from sxor.results import RESULTS_DIR, provenance  # noqa: E402
@@ -47,6 +52,8 @@ CONFIGS = {
     "cpu": [(64, 16, 4096), (1024, 32, 256), (16384, 32, 32), (2**20, 40, 2)],
     "cuda": [(64, 16, 65536), (1024, 32, 16384), (16384, 32, 1024), (2**20, 40, 256)],
 }
+#: The sizes of the three-read limit comparison (:func:`bench_limit`).
+LIMIT_CONFIGS = {"cpu": CONFIGS["cpu"][1:], "cuda": CONFIGS["cuda"][1:]}
 #: Per-seed loop: instances timed (the rate is per instance, so a few suffice).
 LOOP_INSTANCES = 64
 #: The H200 target of the issue: one-step instances per second at float64, d = 2^20, m = 40.
@@ -133,6 +140,83 @@ def best_time(fn, device: torch.device, repeats: int = 3) -> float:
         _sync(device)
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def read_limit(Vt, device: torch.device, repeats: int = 5) -> float:
+    """The physical limit of a three-pass step on ``V``: three times the fastest streaming read
+    of the same array, ``Vt.sum()`` over ``Vt = V^T [B, m, d]`` contiguous (best of ``repeats``)."""
+    return 3 * best_time(lambda: Vt.sum(), device, repeats=repeats)
+
+
+def alternate(fns: dict, device: torch.device, repeats: int) -> dict:
+    """Median wall time of each function in ``fns``, called in turn ``repeats`` times (after one
+    warm-up call each), so that all see the same load on a shared machine; also every time, and
+    the same statistics of the process's CPU time (``time.process_time``, all threads), which
+    excludes the time spent waiting for a CPU that other processes hold."""
+    for fn in fns.values():
+        fn()
+    _sync(device)
+    times = {key: [] for key in fns}
+    cpu = {key: [] for key in fns}
+    for _ in range(repeats):
+        for key, fn in fns.items():
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            _sync(device)
+            times[key].append(time.perf_counter() - start)
+            cpu[key].append(time.process_time() - start_cpu)
+    return {key: {"median": float(sorted(t)[repeats // 2]), "min": float(min(t)), "all": t,
+                  "cpu_median": float(sorted(cpu[key])[repeats // 2]), "cpu_min": float(min(cpu[key]))}
+            for key, t in times.items()}
+
+
+def bench_limit(d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, repeats: int) -> dict:
+    """``sxor.one_step`` against the three-read limit and the straightforward reference, at one
+    size and the current thread count: ``V`` stored ``[B, m, d]`` (as the sweeps draw it) and
+    passed as its transposed view, and the same ``V`` contiguous ``[B, d, m]``, all alternated.
+
+    The limit is measured inside the alternation too (three times the fastest ``Vt.sum()``), so
+    ``fraction_of_limit = limit / median one_step time`` compares numbers taken under one load."""
+    eta = analysis.grid_eta(d)
+    batch = random_instances(count, d, m, seed=0, dtype=dtype, device=device)
+    Vt = batch.V.transpose(-1, -2)
+    assert Vt.is_contiguous()
+    V_contiguous = batch.V.contiguous()
+    fns = {
+        "read": lambda: Vt.sum(),
+        "one_step": lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta),
+        "one_step_contiguous_dm": lambda: sxor.one_step(V_contiguous, batch.theta0, batch.support, eta),
+        "reference": lambda: reference_one_step(batch.V, batch.theta0, batch.support, eta),
+    }
+    t = alternate(fns, device, repeats)
+    limit = 3 * t["read"]["min"]
+    one = t["one_step"]["median"]
+    fns["one_step"]()
+    path = population.last_path()
+    fns["one_step_contiguous_dm"]()
+    path_dm = population.last_path()
+    cpu_limit = 3 * t["read"]["cpu_min"]
+    return {
+        "path": path.path, "path_reason": path.reason, "path_contiguous_dm": path_dm.path,
+        "load_average_1min": os.getloadavg()[0],
+        "d": d, "m": m, "instances": count, "threads": torch.get_num_threads(),
+        "limit_seconds": limit, "read_seconds_min": t["read"]["min"],
+        "one_step_seconds": one, "one_step_contiguous_dm_seconds": t["one_step_contiguous_dm"]["median"],
+        "reference_seconds": t["reference"]["median"],
+        "fraction_of_limit": limit / one,
+        "fraction_of_limit_contiguous_dm": limit / t["one_step_contiguous_dm"]["median"],
+        "ratio_vs_reference": t["reference"]["median"] / one,
+        # the same fractions in CPU seconds (process_time, all threads): robust to waiting for a
+        # CPU on a loaded machine, not to other processes' share of the memory bandwidth
+        "cpu_limit_seconds": cpu_limit, "cpu_one_step_seconds": t["one_step"]["cpu_median"],
+        "cpu_fraction_of_limit": cpu_limit / max(t["one_step"]["cpu_median"], 1e-9),
+        "cpu_fraction_of_limit_contiguous_dm": cpu_limit / max(t["one_step_contiguous_dm"]["cpu_median"], 1e-9),
+        "cpu_ratio_vs_reference": t["reference"]["cpu_median"] / max(t["one_step"]["cpu_median"], 1e-9),
+        "ratio_vs_reference_pairs": [r / f for f, r in zip(t["one_step"]["all"], t["reference"]["all"])],
+        "times": {key: v["all"] for key, v in t.items()},
+        "max_relative_difference_vs_reference": max_relative_difference(
+            fns["one_step"](), fns["reference"]()),
+    }
 
 
 def copy_bandwidth(device: torch.device, nbytes: int) -> float:
@@ -269,19 +353,25 @@ print(json.dumps({{"seeds": seeds, "rss_before_bytes": base, "rss_peak_bytes": h
 """
 
 
-def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float) -> list[dict]:
-    """Peak memory of a streamed sweep for ``seeds`` and ``10 seeds``, each in a fresh process."""
-    rows = []
-    for n in (seeds, 10 * seeds):
-        code = MEMORY_CHILD.format(root=str(ROOT), device=str(device), d=d, m=m, seeds=n, budget=budget)
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                             env={**os.environ, "TQDM_DISABLE": "1"})
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        chunk = max(1, int(budget // (2 * d * m * 8)))  # as in sweep_m, m_max = m
-        row.update({"d": d, "m": m, "budget_bytes": budget, "chunk": chunk,
-                    "rss_growth_bytes": row["rss_peak_bytes"] - row["rss_before_bytes"]})
-        rows.append(row)
-    return rows
+def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float, repeats: int = 2) -> list[dict]:
+    """Peak memory of a streamed sweep for ``seeds`` and ``10 seeds``, each in a fresh process,
+    ``repeats`` times alternately; each row keeps the run with the smaller growth (a peak can only
+    be inflated by noise, such as the allocator's state, not deflated) and lists every growth."""
+    rows = {}
+    for _ in range(repeats):
+        for n in (seeds, 10 * seeds):
+            code = MEMORY_CHILD.format(root=str(ROOT), device=str(device), d=d, m=m, seeds=n, budget=budget)
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 env={**os.environ, "TQDM_DISABLE": "1"})
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            chunk = max(1, int(budget // (2 * d * m * 8)))  # as in sweep_m, m_max = m
+            row.update({"d": d, "m": m, "budget_bytes": budget, "chunk": chunk,
+                        "rss_growth_bytes": row["rss_peak_bytes"] - row["rss_before_bytes"]})
+            every = rows[n]["rss_growth_all_runs"] if n in rows else []
+            if n not in rows or row["rss_growth_bytes"] < rows[n]["rss_growth_bytes"]:
+                rows[n] = row
+            rows[n]["rss_growth_all_runs"] = every + [row["rss_growth_bytes"]]
+    return [rows[seeds], rows[10 * seeds]]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -297,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-budget", type=float, default=2e8, help="sweep budget_bytes in the memory test")
     parser.add_argument("--repeats", type=int, default=9, help="interleaved timings of each implementation")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--limit-threads", type=int, nargs="*", default=[1, 2],
+                        help="thread counts of the limit comparison (fraction of the three-read limit)")
+    parser.add_argument("--limit-repeats", type=int, default=9, help="alternations in the limit comparison")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -324,6 +417,24 @@ def main(argv: list[str] | None = None) -> int:
             line += (f", Monte Carlo n={mc['n_required']:.3g} {mc['instances_per_s']:.3g}/s "
                      f"(speed-up {rec['speedup_vs_mc']:.3g}x)")
         print(line, flush=True)
+    limits = {}
+    threads_before = torch.get_num_threads()
+    for threads in args.limit_threads:
+        torch.set_num_threads(threads)
+        rows = []
+        for d, m, count in LIMIT_CONFIGS[device.type]:
+            row = bench_limit(d, m, count, device, dtype, args.limit_repeats)
+            rows.append(row)
+            print(f"threads={threads} d={d} m={m} B={count}: limit {row['limit_seconds'] * 1e3:.1f} ms, "
+                  f"one_step {row['one_step_seconds'] * 1e3:.1f} ms ([B, m, d] stored) / "
+                  f"{row['one_step_contiguous_dm_seconds'] * 1e3:.1f} ms ([B, d, m] contiguous), "
+                  f"reference {row['reference_seconds'] * 1e3:.1f} ms: "
+                  f"{row['fraction_of_limit']:.2f} of the limit, {row['ratio_vs_reference']:.2f}x the reference "
+                  f"(CPU time: {row['cpu_fraction_of_limit']:.2f} of the limit, "
+                  f"{row['cpu_ratio_vs_reference']:.2f}x the reference; path {row['path']})",
+                  flush=True)
+        limits[str(threads)] = rows
+    torch.set_num_threads(threads_before)
     memory = bench_memory(device, 16384, 40, 50, args.memory_budget)
     for row in memory:
         print(f"memory: {row['seeds']} seeds -> peak RSS {row['rss_peak_bytes'] / 2**20:.0f} MiB "
@@ -336,6 +447,20 @@ def main(argv: list[str] | None = None) -> int:
         "closed_form_100x_faster_than_mc": all(c.get("speedup_vs_mc", math.inf) >= 100 for c in configs),
         "memory_within_budget_for_10x_seeds": memory[1]["rss_growth_bytes"] <= args.memory_budget
         and memory[1]["rss_peak_bytes"] <= 1.2 * memory[0]["rss_peak_bytes"],
+        "every_fraction_of_limit_at_least_0.6": all(r["fraction_of_limit"] >= 0.6 for rows in limits.values() for r in rows),
+        "every_ratio_vs_reference_at_least_2": all(r["ratio_vs_reference"] >= 2 for rows in limits.values() for r in rows),
+        "every_contiguous_dm_fraction_of_limit_at_least_0.6": all(
+            r["fraction_of_limit_contiguous_dm"] >= 0.6 for rows in limits.values() for r in rows),
+        "every_cpu_fraction_of_limit_at_least_0.6": all(
+            r["cpu_fraction_of_limit"] >= 0.6 for rows in limits.values() for r in rows),
+        "every_cpu_ratio_vs_reference_at_least_2": all(
+            r["cpu_ratio_vs_reference"] >= 2 for rows in limits.values() for r in rows),
+        "smallest_fraction_of_limit": min((r["fraction_of_limit"] for rows in limits.values() for r in rows), default=None),
+        # issue: 1x and 10x the seeds within 10% of each other above the baseline (the start)
+        "memory_growth_10x_over_1x": memory[1]["rss_growth_bytes"] / max(1, memory[0]["rss_growth_bytes"]),
+        # flat: the two growths within 10% of each other, either way
+        "memory_flat_in_seeds": max(memory[0]["rss_growth_bytes"], memory[1]["rss_growth_bytes"])
+        <= 1.1 * min(memory[0]["rss_growth_bytes"], memory[1]["rss_growth_bytes"]),
         "h200_1600_per_s": (target_cfg["closed_form"]["instances_per_s"] >= GPU_TARGET["instances_per_s"]
                             if device.type == "cuda" and target_cfg else None),
     }
@@ -344,9 +469,10 @@ def main(argv: list[str] | None = None) -> int:
     meta["threads"] = torch.get_num_threads()
     meta["load_average_1min_at_start"] = load_start  # other processes competing for the CPU
     meta["load_average_1min_at_end"] = os.getloadavg()[0]
+    meta["one_step_path"] = next((r["path_reason"] for rows in limits.values() for r in rows), None)
     payload = {"benchmark": "one_step", "meta": meta, "dtype": "float64",
                "copy_bandwidth_bytes_per_s": args.copy_bw, "epsilon": args.epsilon,
-               "configs": configs, "memory": memory, "targets": targets}
+               "configs": configs, "limit": limits, "memory": memory, "targets": targets}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1) + "\n")
     print(f"targets: {targets}\nwrote {out}")

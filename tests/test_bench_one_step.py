@@ -65,6 +65,8 @@ def test_reference_on_cuda_matches_cpu(bench):
 def test_cache_blocks_give_the_same_step_as_one_block(bench, monkeypatch):
     from sxor.xor import population
 
+    monkeypatch.setenv("SXOR_NATIVE", "0")  # the torch path's blocking, not the native kernel
+
     inst = random_instances(12, 256, 8, seed=3)
     eta = torch.linspace(1e3, 1e7, 12, dtype=torch.float64)
     whole = sxor.one_step(inst.V, inst.theta0, inst.support, eta)
@@ -78,6 +80,8 @@ def test_cache_blocks_give_the_same_step_as_one_block(bench, monkeypatch):
 def test_one_instance_blocks_give_the_same_step(monkeypatch):
     from sxor.xor import population
 
+    monkeypatch.setenv("SXOR_NATIVE", "0")  # the torch path's blocking, not the native kernel
+
     inst = random_instances(3, 64, 4, seed=5)
     whole = sxor.one_step(inst.V, inst.theta0, inst.support, 1e5)
     monkeypatch.setattr(population, "_CACHE_BYTES", 1)
@@ -85,3 +89,52 @@ def test_one_instance_blocks_give_the_same_step(monkeypatch):
     assert single.loss.shape == (3,) and single.attention.shape == (3, 64)
     for a, b in zip(whole, single):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_limit_comparison_records_the_limit_and_both_ratios(bench):
+    row = bench.bench_limit(256, 8, 4, torch.device("cpu"), torch.float64, 3)
+    assert row["limit_seconds"] == 3 * row["read_seconds_min"] > 0
+    assert row["fraction_of_limit"] == row["limit_seconds"] / row["one_step_seconds"]
+    assert row["ratio_vs_reference"] > 0 and len(row["ratio_vs_reference_pairs"]) == 3
+    assert row["max_relative_difference_vs_reference"] < 1e-10
+    assert row["cpu_limit_seconds"] >= 0 and row["cpu_fraction_of_limit"] >= 0 and row["cpu_ratio_vs_reference"] >= 0
+    assert row["path"] in ("native", "torch") and row["path_reason"]
+
+
+@pytest.mark.parametrize("limit", [False, True])
+def test_blocked_matrix_vector_passes_give_the_same_step(monkeypatch, limit):
+    """The long-d path (matrix-vector products over column blocks of V^T) against the batched one."""
+    from sxor.xor import population
+
+    monkeypatch.setenv("SXOR_NATIVE", "0")  # the torch path's blocking, not the native kernel
+
+    inst = random_instances(3, 1000, 6, seed=7)
+    eta = torch.tensor([1e2, 1e4, 1e6], dtype=torch.float64)
+    fn = sxor.one_step if not limit else population.one_step_and_limit
+    whole = fn(inst.V, inst.theta0, inst.support, eta)
+    monkeypatch.setattr(population, "_MV_MIN_D", 512)
+    monkeypatch.setattr(population, "_MV_BLOCK", 300)  # blocks that do not divide d
+    assert population._mv_path(inst.V.transpose(-1, -2), inst.theta0.unsqueeze(-2))
+    blocked = fn(inst.V, inst.theta0, inst.support, eta)
+    for a, b in zip(whole if not limit else (*whole.step, whole.head, whole.head_tilde),
+                    blocked if not limit else (*blocked.step, blocked.head, blocked.head_tilde)):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_random_instances_store_v_contiguous_along_d():
+    inst = random_instances(2, 16, 3, seed=0)
+    assert inst.V.shape == (2, 16, 3) and inst.V.transpose(-1, -2).is_contiguous()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("zero_query", [False, True])
+def test_non_finite_v_is_refused_from_the_first_pass(bad, zero_query):
+    """A non-finite entry of V is caught from the scores, also where theta0 is zero in its column."""
+    inst = random_instances(2, 64, 4, seed=2)
+    V, theta0 = inst.V.clone(), inst.theta0.clone()
+    if zero_query:
+        theta0[:, 1:] = 0
+        theta0[:, 0] = 1
+    V[1, 5, 2] = bad
+    with pytest.raises(ValueError, match="V"):
+        sxor.one_step(V, theta0, inst.support, 1e3)

@@ -177,6 +177,56 @@ def _rows_times(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     return (Ab @ Vb).sum(-3)
 
 
+#: Shortest ``d`` at which :func:`_queries_times` and :func:`_times_rows` switch from one batched
+#: matrix product to matrix-vector products over blocks of ``_MV_BLOCK`` columns of ``V^T [m, d]``:
+#: at these lengths MKL's skinny ``gemm`` streams ``V`` at about a third of the read rate and its
+#: ``gemv`` at most of it, and the vectors of one block reuse that block from cache.
+_MV_MIN_D = 2**16
+_MV_BLOCK = 8192
+
+
+def _mv_path(Vt: torch.Tensor, A: torch.Tensor) -> bool:
+    """Whether ``A [..., k, *]`` times ``Vt [..., m, d]`` takes the blocked matrix-vector path: a
+    CPU tensor, ``d >= _MV_MIN_D``, rows of ``Vt`` contiguous, at most 3 dimensions, same batch,
+    and no autograd graph to record (the products write into slices of one output)."""
+    if torch.is_grad_enabled() and (Vt.requires_grad or A.requires_grad):
+        return False
+    return (Vt.device.type == "cpu" and Vt.shape[-1] >= _MV_MIN_D and Vt.stride(-1) == 1
+            and Vt.dim() in (2, 3) and A.dim() == Vt.dim() and A.shape[:-2] == Vt.shape[:-2])
+
+
+def _queries_times(Q: torch.Tensor, Vt: torch.Tensor) -> torch.Tensor:
+    """``Q @ Vt`` for queries ``Q [..., k, m]`` and ``Vt = V^T [..., m, d]``: the scores of ``k``
+    queries, ``[..., k, d]``, in one pass over ``V`` (see ``_MV_MIN_D``)."""
+    if not _mv_path(Vt, Q):
+        return Q @ Vt
+    if Vt.dim() == 3:
+        return torch.stack([_queries_times(q, v) for q, v in zip(Q, Vt)])
+    d = Vt.shape[-1]
+    out = torch.empty(Q.shape[0], d, dtype=Vt.dtype)
+    for c in range(0, d, _MV_BLOCK):
+        block = Vt[:, c:c + _MV_BLOCK].T
+        for i in range(Q.shape[0]):
+            torch.mv(block, Q[i], out=out[i, c:c + _MV_BLOCK])
+    return out
+
+
+def _times_rows(R: torch.Tensor, Vt: torch.Tensor) -> torch.Tensor:
+    """``R @ Vt^T`` for rows ``R [..., k, d]`` and ``Vt = V^T [..., m, d]`` (``R V``), ``[..., k, m]``,
+    in one pass over ``V``; blocked over ``d``, so the same products summed in another order."""
+    if not _mv_path(Vt, R):
+        return _rows_times(R, Vt.transpose(-1, -2))
+    if Vt.dim() == 3:
+        return torch.stack([_times_rows(r, v) for r, v in zip(R, Vt)])
+    d = Vt.shape[-1]
+    out = torch.zeros(R.shape[0], Vt.shape[0], dtype=Vt.dtype)
+    for c in range(0, d, _MV_BLOCK):
+        block = Vt[:, c:c + _MV_BLOCK]
+        for i in range(R.shape[0]):
+            out[i].addmv_(block, R[i, c:c + _MV_BLOCK])
+    return out
+
+
 #: Bytes of ``V`` per block of instances in :func:`one_step`: small enough for the CPU's last-level
 #: cache, so that the second and third passes over a block read it from cache, not from memory.
 _CACHE_BYTES = 4 * 2**20
@@ -231,41 +281,183 @@ class StepAndLimit(NamedTuple):
     head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
 
 
+def _gram_and_pair(W: torch.Tensor, support: torch.Tensor):
+    """For stacked weights ``W = [g, h] [..., 2, d]``: ``W`` expanded to the support's batch, the
+    Gram matrix ``W W^T [..., 2, 2]`` (``g.g, g.h, h.h`` in one product), ``P = g * h`` and the
+    support indices ``[..., 2, 2]`` (the same pair for both rows)."""
+    shape = batch_shape(W.shape[:-2], support.shape[:-1])
+    W = W.expand(*shape, *W.shape[-2:])
+    sup = support.to(W.device).unsqueeze(-2).expand(*shape, 2, 2)
+    return W, W @ W.transpose(-1, -2), W[..., 0, :] * W[..., 1, :], sup
+
+
+def _softmax_pullback_rows(s: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """``[J^T dL/dg, J^T dL/dh] [..., 2, d]`` for softmax heads with scores ``s`` and ``-s``: the
+    formulas of :func:`grad_from_weights` and the softmax pullback ``g * (u - <g, u>)``, fused into
+    a few passes over ``[..., 2, d]`` (equal to rounding).
+
+    With ``P = g h``: ``dL/dg = ||h||^2 g + h (2 g.h - 2 P)`` and ``dL/dh = ||g||^2 h + g (2 g.h - 2 P)``,
+    less the label terms at the support.
+    """
+    W = torch.softmax(torch.stack([s, -s], -2), -1)  # [..., 2, d]: g, h
+    W, G, P, sup = _gram_and_pair(W, support)
+    T = torch.add(2 * G[..., 0, 1:2], P, alpha=-2)  # 2 g.h - 2 P, [..., d]
+    du = W * torch.stack([G[..., 1, 1], G[..., 0, 0]], -1).unsqueeze(-1)  # [hh g, gg h]
+    du[..., 0, :].addcmul_(W[..., 1, :], T)
+    du[..., 1, :].addcmul_(W[..., 0, :], T)
+    du.scatter_add_(-1, sup, -W.gather(-1, sup.flip(-1)).flip(-2))  # -(h_b, h_a) and -(g_b, g_a)
+    dots = (W.unsqueeze(-2) @ du.unsqueeze(-1)).squeeze(-1)  # <g, du_g>, <h, du_h>: [..., 2, 1]
+    return (du - dots) * W  # out of place: the product above saved du for autograd
+
+
+def _loss_rows(W: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+    """:func:`loss_from_weights` for stacked weights ``W = [g, h] [..., 2, d]`` (three passes over
+    ``[..., d]`` instead of seven; equal to rounding)."""
+    W, G, P, sup = _gram_and_pair(W, support)
+    diag = (P.unsqueeze(-2) @ P.unsqueeze(-1))[..., 0, 0]
+    picked = W.gather(-1, sup)  # [[g_a, g_b], [h_a, h_b]]
+    label = picked[..., 0, 0] * picked[..., 1, 1] + picked[..., 0, 1] * picked[..., 1, 0]
+    gg, gh, hh = G[..., 0, 0], G[..., 0, 1], G[..., 1, 1]
+    return 0.5 * (gg * hh + 2 * gh**2 - 2 * diag) - label + 0.5
+
+
 def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bool = False, limit: bool = False):
     """One step from ``(theta0, -theta0)`` in three passes over ``Vt = V^T [..., m, d]``.
 
-    Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``), plus the row sums of ``V`` when
-    ``check_rows`` (a row with a nan or an inf has a non-finite sum, so this checks ``V`` at no
-    extra pass). Pass 2: both heads' gradients ``V^T [r, r~]`` in one product. Pass 3: both heads'
+    Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``); with ``check_rows`` a non-finite
+    score flags a non-finite ``V`` at no extra pass (plus the row sums of ``V`` when ``theta0`` has
+    a zero entry, which a BLAS may skip). For softmax the elementwise work between the passes is
+    fused over the stacked heads (:func:`_softmax_pullback_rows`, :func:`_loss_rows`). Pass 2: both heads' gradients ``V^T [r, r~]`` in one product. Pass 3: both heads'
     new scores ``V [theta1, theta1~]`` (and ``V [-grad, -grad~]`` for the argmax limit). With
     ``scale [..., d]`` the embeddings are ``V = diag(scale) Vt^T`` (rows normalised on the fly).
     """
     phi = attention_kind(kind)
     theta0 = theta0.to(Vt.dtype)
-    rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if check_rows else theta0.unsqueeze(-2)
-    first = rows @ Vt  # [..., 1 or 2, d]
-    if check_rows and not bool(torch.isfinite(first[..., 1, :]).all()):
-        check_finite("V", Vt)  # names the problem; passes only if a finite row sum overflowed
+    # A non-finite entry of V makes its score non-finite (inf * 0 = nan) unless BLAS skips a zero
+    # query coordinate, so a row of ones joins the scores only when theta0 has a zero entry.
+    ones = check_rows and bool((theta0 == 0).any())
+    rows = torch.stack([theta0, torch.ones_like(theta0)], -2) if ones else theta0.unsqueeze(-2)
+    first = _queries_times(rows, Vt)  # [..., 1 or 2, d]
+    if check_rows and not bool(torch.isfinite(first[..., -1, :]).all()):
+        check_finite("V", Vt)  # names the problem; passes only if a finite score overflowed
     s = first[..., 0, :] if scale is None else first[..., 0, :] * scale
-    g, h = phi.weights(s), phi.weights(-s)
-    du_g, du_h = grad_from_weights(g, h, support)
-    r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
+    if kind == "softmax":
+        r = _softmax_pullback_rows(s, support)
+    else:
+        g, h = phi.weights(s), phi.weights(-s)
+        du_g, du_h = grad_from_weights(g, h, support)
+        r = torch.stack([phi.pullback(s, g, du_g), phi.pullback(-s, h, du_h)], -2)  # [..., 2, d]
     if scale is not None:
         r = r * scale.unsqueeze(-2)
-    grads = _rows_times(r, Vt.transpose(-1, -2))  # [..., 2, m]
+    grads = _times_rows(r, Vt)  # [..., 2, m]
     step = eta.unsqueeze(-1).unsqueeze(-1)
     new = torch.stack([theta0, -theta0], -2) - step * grads  # [..., 2, m]
     queries = torch.cat([new, -grads], -2) if limit else new
-    new_scores = queries @ Vt  # [..., 2 or 4, d]
+    new_scores = _queries_times(queries, Vt)  # [..., 2 or 4, d]
     if scale is not None:
         new_scores = new_scores * scale.unsqueeze(-2)
     weights = phi.weights(new_scores[..., :2, :])
     g1, h1 = weights[..., 0, :], weights[..., 1, :]
-    result = OneStepResult(new[..., 0, :], new[..., 1, :], loss_from_weights(g1, h1, support), g1, h1)
+    loss = _loss_rows(weights, support) if kind == "softmax" else loss_from_weights(g1, h1, support)
+    result = OneStepResult(new[..., 0, :], new[..., 1, :], loss, g1, h1)
     if not limit:
         return result
     heads = new_scores[..., 2:, :].argmax(-1)
     return StepAndLimit(result, heads[..., 0], heads[..., 1])
+
+
+class StepPath(NamedTuple):
+    """Which implementation the last one-step call took (:func:`last_path`)."""
+
+    path: str  #: ``"native"`` (the fused C kernel of :mod:`sxor.xor.native`) or ``"torch"``
+    reason: str  #: why: the kernel's conditions, or the first one that failed
+
+
+_LAST_PATH = StepPath("none", "no one-step call yet")
+
+
+def last_path() -> StepPath:
+    """The implementation the last call of :func:`one_step`, :func:`one_step_and_limit` or
+    :func:`one_step_and_limit_factored` in this process took, and why."""
+    return _LAST_PATH
+
+
+def _set_path(path: str, reason: str) -> None:
+    global _LAST_PATH
+    _LAST_PATH = StepPath(path, reason)
+
+
+def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=None, check_rows: bool,
+                 limit: bool):
+    """One step through the native kernel, or ``None`` (with the reason recorded) when it does not
+    apply. ``X`` holds the embeddings of a batch ``[B, ...]`` or one instance, with entry ``(i, j)``
+    of ``V`` (row ``i < d``, column ``j < m``) at element offset ``i * sd + j * sm`` of each instance
+    (times ``scale [.., d]`` when given); one of ``sd``, ``sm`` must be 1."""
+    from . import native
+
+    reason = None
+    if kind != "softmax":
+        reason = f"kind {kind!r} (the kernel is written for softmax heads)"
+    elif X.device.type != "cpu":
+        reason = f"device {X.device.type} (the kernel runs on the CPU)"
+    elif X.dtype not in (torch.float32, torch.float64):
+        reason = f"dtype {X.dtype}"
+    elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (X, theta0, eta, scale)):
+        reason = "an autograd graph is being recorded"
+    elif X.dim() not in (2, 3):
+        reason = f"{X.dim() - 2} batch dimensions (the kernel takes at most one)"
+    elif 1 not in (sd, sm):
+        reason = "embeddings strided along both d and m"
+    if reason is None:
+        lib = native.library()
+        if lib is None:
+            reason = native.unavailable_reason()
+    if reason is not None:
+        _set_path("torch", reason)
+        return None
+    single = X.dim() == 2
+    Xb = X.unsqueeze(0) if single else X
+    B = Xb.shape[0]
+    d, m = (Xb.shape[-1], Xb.shape[-2]) if scale is not None else (Xb.shape[-2], Xb.shape[-1])
+    dtype = X.dtype
+    if single and (theta0.dim() > 1 or support.dim() > 1 or eta.dim() > 0 or (scale is not None and scale.dim() > 1)):
+        th = None
+    else:
+        try:
+            th = theta0.to(dtype).expand(B, m).contiguous()
+            sup = support.to(torch.int64).expand(B, 2).contiguous()
+            et = eta.to(dtype).expand(B).contiguous()
+            sc = None if scale is None else scale.to(dtype).expand(B, d).contiguous()
+        except RuntimeError:
+            th = None
+    if th is None:
+        _set_path("torch", "the queries, support or eta carry batch dimensions that V does not")
+        return None
+    theta1, theta1t = torch.empty(B, m, dtype=dtype), torch.empty(B, m, dtype=dtype)
+    loss, g1, h1 = torch.empty(B, dtype=dtype), torch.empty(B, d, dtype=dtype), torch.empty(B, d, dtype=dtype)
+    head, headt, bad = (torch.empty(B, dtype=torch.int64) for _ in range(3))
+    fn = lib.sxor_one_step_f64 if dtype == torch.float64 else lib.sxor_one_step_f32
+    nbad = fn(B, d, m, Xb.data_ptr(), Xb.stride(0) if B > 1 else 0, sd, sm,
+              None if sc is None else sc.data_ptr(), d, th.data_ptr(), m, sup.data_ptr(), 2, et.data_ptr(), 1,
+              int(limit), int(check_rows), torch.get_num_threads(), theta1.data_ptr(), theta1t.data_ptr(),
+              loss.data_ptr(), g1.data_ptr(), h1.data_ptr(), head.data_ptr(), headt.data_ptr(), bad.data_ptr())
+    if nbad < 0:
+        raise MemoryError("the native one-step kernel could not allocate its workspace")
+    if nbad > 0 and check_rows:
+        _set_path("torch", "a score of the first pass was not finite (the torch path checks V)")
+        return None
+    _set_path("native", f"fused C kernel, {torch.get_num_threads()} threads, "
+                        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}")
+    if single:
+        theta1, theta1t, loss, g1, h1, head, headt = (t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt))
+    result = OneStepResult(theta1, theta1t, loss, g1, h1)
+    return StepAndLimit(result, head, headt) if limit else result
+
+
+def _native_or_none(V, theta0, support, eta, kind, *, check_rows, limit):
+    """:func:`_native_step` for embeddings ``V [..., d, m]`` in any layout."""
+    return _native_step(V, V.stride(-2), V.stride(-1), theta0, support, eta, kind, check_rows=check_rows,
+                        limit=limit)
 
 
 def one_step(
@@ -287,6 +479,9 @@ def one_step(
     ValueError unless ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
     eta = _check_step_inputs(V, theta0, support, eta)
+    out = _native_or_none(V, theta0, support, eta, kind, check_rows=True, limit=False)
+    if out is not None:
+        return out
     parts = _cache_blocks(V, theta0, support, eta)
     if parts is None:
         return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=True)
@@ -310,6 +505,9 @@ def one_step_and_limit(
     ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
     """
     eta = _check_step_inputs(V, theta0, support, eta) if check else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
+    out = _native_or_none(V, theta0, support, eta, kind, check_rows=check, limit=True)
+    if out is not None:
+        return out
     return _one_step(V.transpose(-1, -2), theta0, support, eta, kind, check_rows=check, limit=True)
 
 
@@ -325,4 +523,8 @@ def one_step_and_limit_factored(
     ``Z [..., m, d]`` and ``scale [..., d]`` (:class:`sxor.xor.sweeps.ScaledInstances`), without
     input checks: the sweeps draw these instances themselves and never materialise ``V``."""
     eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
+    out = _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind, scale=scale, check_rows=False,
+                       limit=True)
+    if out is not None:
+        return out
     return _one_step(Z, theta0, support, eta, kind, scale=scale, limit=True)

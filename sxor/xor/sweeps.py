@@ -24,7 +24,10 @@ from .data import random_support, sphere_embeddings
 
 
 class Instances(NamedTuple):
-    """A batch of random instances: ``V [S, d, m]``, ``theta0 [S, m]``, ``support [S, 2]``."""
+    """A batch of random instances: ``V [S, d, m]``, ``theta0 [S, m]``, ``support [S, 2]``.
+
+    :func:`random_instances` stores ``V`` as ``[S, m, d]`` and returns its transposed view, so
+    ``V.transpose(-1, -2)`` is contiguous (the layout the one-step kernels read fastest)."""
 
     V: torch.Tensor
     theta0: torch.Tensor
@@ -43,7 +46,9 @@ def random_instances(
     """Instances ``seed, seed + 1, ..., seed + num - 1``, stacked along a leading axis."""
     check_dims(d, m)
     device = torch.device(device) if device is not None else torch.device("cpu")
-    V = torch.empty(num, d, m, dtype=dtype, device=device)
+    # Stored [num, m, d] (contiguous along d, where the one-step kernels stream fastest) and
+    # returned as the transposed view [num, d, m]: the same numbers as a contiguous draw.
+    V = torch.empty(num, m, d, dtype=dtype, device=device).transpose(-1, -2)
     theta0 = torch.empty(num, m, dtype=dtype, device=device)
     support = torch.empty(num, 2, dtype=torch.long, device=device)
     gen = torch.Generator(device=device)
@@ -83,17 +88,29 @@ def sweep(
     """Apply ``measure`` to ``num_seeds`` instances, chunk by chunk, and concatenate on the CPU.
 
     ``measure`` maps a batch of instances to a dict of per-instance tensors ``[S, ...]``. Peak
-    memory is one chunk, whatever ``num_seeds``. A tqdm bar shows progress (``TQDM_DISABLE=1``
+    memory is one chunk and the results, whatever ``num_seeds``. A tqdm bar shows progress (``TQDM_DISABLE=1``
     silences it, as CI does).
     """
     size = chunk_size(d, m, dtype=dtype, budget_bytes=budget_bytes)
-    parts: dict[str, list[torch.Tensor]] = {}
+    results: dict[str, torch.Tensor] = {}
     total = math.ceil(num_seeds / size)
     for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={m}"):
         batch = random_instances(len(block), d, m, seed=seed + block.start, dtype=dtype, device=device)
-        for key, value in measure(batch).items():
-            parts.setdefault(key, []).append(value.detach().cpu())
-    return {key: torch.cat(values) for key, values in parts.items()}
+        _store(results, measure(batch), block, num_seeds)
+        del batch
+    return results
+
+
+def _store(results: dict[str, torch.Tensor], values: dict[str, torch.Tensor], block: range, num: int) -> None:
+    """Copy one chunk's per-instance ``values`` into rows ``block`` of ``results`` (CPU tensors of
+    ``num`` rows, allocated at the first chunk): nothing a later chunk allocates outlives it, so
+    the allocator reuses the same memory for every chunk and the peak does not creep up with the
+    number of chunks."""
+    for key, value in values.items():
+        dest = results.get(key)
+        if dest is None:
+            dest = results[key] = torch.empty(num, *value.shape[1:], dtype=value.dtype)
+        dest[block.start:block.stop].copy_(value.detach())
 
 
 class NestedInstances(NamedTuple):
@@ -144,12 +161,27 @@ def nested_instances(
     Z = torch.empty(num, m_max, d, dtype=dtype, device=device)
     z_theta = torch.empty(num, m_max, dtype=dtype, device=device)
     support = torch.empty(num, 2, dtype=torch.long, device=device)
-    gen = torch.Generator(device=device)
-    for k in range(num):
-        gen.manual_seed(seed + k)
-        torch.randn(m_max, d, generator=gen, dtype=dtype, device=device, out=Z[k])
-        torch.randn(m_max, generator=gen, dtype=dtype, device=device, out=z_theta[k])
-        support[k] = random_support(d, generator=gen, device=device)
+
+    def draw(ks: range) -> None:
+        gen = torch.Generator(device=device)
+        for k in ks:
+            gen.manual_seed(seed + k)
+            torch.randn(m_max, d, generator=gen, dtype=dtype, device=device, out=Z[k])
+            torch.randn(m_max, generator=gen, dtype=dtype, device=device, out=z_theta[k])
+            support[k] = random_support(d, generator=gen, device=device)
+
+    # Each instance has its own generator, so instances can be drawn on several threads at once
+    # (torch releases the GIL while it draws) with the same numbers: on the CPU, when the draws
+    # are large enough to be worth a thread, one contiguous range of instances per torch thread.
+    threads = min(torch.get_num_threads(), num) if device.type == "cpu" and m_max * d >= 2**16 else 1
+    if threads <= 1:
+        draw(range(num))
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        bounds = [num * t // threads for t in range(threads + 1)]
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(draw, [range(a, b) for a, b in zip(bounds, bounds[1:])]))
     return NestedInstances(Z, z_theta, support)
 
 
@@ -203,7 +235,7 @@ def sweep_m(
         raise ValueError(f"every m must lie in 1..m_max = 1..{m_max}, got {ms}")
     # Z dominates; the measure's temporaries (scores, weights, one-hot heads) about double it.
     size = max(1, int(budget_bytes // (2 * d * m_max * torch.finfo(dtype).bits // 8)))
-    parts: dict[int, dict[str, list[torch.Tensor]]] = {m: {} for m in ms}
+    results: dict[int, dict[str, torch.Tensor]] = {m: {} for m in ms}
     total = math.ceil(num_seeds / size)
     for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={ms[0]}..{ms[-1]}"):
         nested = nested_instances(len(block), d, m_max, seed=seed + block.start, dtype=dtype, device=device)
@@ -211,7 +243,6 @@ def sweep_m(
         for m in ms:
             _accumulate_sq_norms(nested.Z, sq_norms, done, m)
             done = m
-            for key, value in measure(at_m(nested, m, sq_norms=sq_norms)).items():
-                parts[m].setdefault(key, []).append(value.detach().cpu())
-        del nested
-    return {m: {key: torch.cat(values) for key, values in p.items()} for m, p in parts.items()}
+            _store(results[m], measure(at_m(nested, m, sq_norms=sq_norms)), block, num_seeds)
+        del nested, sq_norms
+    return results

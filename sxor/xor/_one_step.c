@@ -1,0 +1,381 @@
+/* One population gradient step of Part I (softmax heads, antisymmetric init), fused: the three
+ * passes over V of sxor.xor.population._one_step for a whole batch in one call, parallel over
+ * instances (POSIX threads, one per torch thread, instances handed out dynamically). Plain C99;
+ * compiled by sxor/xor/native.py with -O3 -march=native -fopenmp-simd (never -ffast-math: the
+ * reductions are vectorised explicitly with `omp simd reduction`; no OpenMP runtime is linked).
+ *
+ * Per instance b, with V_b = diag(scale_b) X_b (scale optional) and X_b[i, j] at
+ * X + b*sb + i*sd + j*sm (i < d, j < m), either sd == 1 (the [m, d] layout) or sm == 1 ([d, m]):
+ *   s = V theta0;  g = softmax(s), h = softmax(-s) (log-sum-exp);
+ *   du_g = ||h||^2 g + h (2 g.h - 2 g h) - label, du_h = ||g||^2 h + g (2 g.h - 2 g h) - label;
+ *   r = g (du_g - <g, du_g>), r~ = h (du_h - <h, du_h>);  grad = V^T r, grad~ = V^T r~;
+ *   theta1 = theta0 - eta grad, theta1~ = -theta0 - eta grad~;
+ *   g1 = softmax(V theta1), h1 = softmax(V theta1~), loss = L(g1, h1);
+ *   and with `limit`: head = argmax V(-grad), head~ = argmax V(-grad~).
+ * Returns the number of instances whose first scores were not all finite (the caller re-runs
+ * those through the torch path, which names the problem), or -1 when memory ran out.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PB_CHUNK 4096 /* elements of d per block of r, r~ in the [m, d] pullback (L2) */
+#define MAX_THREADS 256
+#define CHUNK 1024 /* elements of d per block in the [m, d] layout: up to four blocks of scores stay in L1 */
+
+/* exp(x) for x <= 0 (or NaN), branch-free so that loops over it vectorise: Cody-Waite reduction
+ * x = k ln2 + r, |r| <= ln2 / 2, a degree-13 Taylor polynomial (truncation < 1e-17 relative), and
+ * 2^k applied as two factors so that subnormal results round once. Within 2 ulp of exp. */
+static inline double exp_nonpos(double x) {
+    const double log2e = 1.4426950408889634, ln2_hi = 6.93147180369123816490e-01,
+                 ln2_lo = 1.90821492927058770002e-10, shifter = 6755399441055744.0; /* 1.5 * 2^52 */
+    double xc = x < -746.0 ? -746.0 : x;
+    double t = xc * log2e + shifter;
+    double kd = t - shifter;
+    double r = (xc - kd * ln2_hi) - kd * ln2_lo;
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    int64_t k = (int64_t)kd;
+    int64_t k1 = k / 2, k2 = k - k1; /* both >= -540: normal powers of two */
+    uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
+    double f1, f2;
+    memcpy(&f1, &b1, sizeof f1);
+    memcpy(&f2, &b2, sizeof f2);
+    double y = (p * f1) * f2;
+    y = x < -745.2 ? 0.0 : y;
+    return x != x ? x : y;
+}
+
+#define DEFINE_STEP(T, SUF)                                                                           \
+/* Scores of nq in {1, 2, 4} queries q_k (m apart in q), s_k[i] = scale[i] sum_j X[i,j] q_k[j] (scale  \
+ * optional): s_0, s_1 are written to out[0], out[1]; s_2, s_3 only enter the running argmax am[0],  \
+ * am[1] (first index of the maximum, NaN counting as the maximum, as for torch.argmax). */            \
+static inline void keep_##SUF(T v, int64_t i, T *best, int64_t *at) {                                  \
+    if (v > *best || (v != v && *best == *best)) *best = v, *at = i;                                    \
+}                                                                                                       \
+static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, int64_t sm,                \
+                         const T *restrict scale, const T *restrict q, int nq, T *out[2], int64_t am[2]) { \
+    T best[2] = {-INFINITY, -INFINITY};                                                                 \
+    if (nq == 4) am[0] = am[1] = 0;                                                                     \
+    if (sm == 1) { /* [d, m]: a dot product per row and query */                                       \
+        for (int64_t i = 0; i < d; i++) {                                                               \
+            const T *row = X + i * sd;                                                                  \
+            T f = scale ? scale[i] : (T)1;                                                              \
+            for (int k = 0; k < nq; k++) {                                                              \
+                const T *qk = q + k * m;                                                                \
+                T acc = 0;                                                                              \
+                _Pragma("omp simd reduction(+:acc)")                                                    \
+                for (int64_t j = 0; j < m; j++) acc += row[j] * qk[j];                                  \
+                if (scale) acc *= f;                                                                    \
+                if (k < 2) out[k][i] = acc;                                                             \
+                else keep_##SUF(acc, i, &best[k - 2], &am[k - 2]);                                      \
+            }                                                                                           \
+        }                                                                                               \
+        return;                                                                                         \
+    }                                                                                                   \
+    /* [m, d]: blocks of CHUNK scores in L1, updated from four rows of X at a time */                   \
+    for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
+        int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
+        T acc[4][CHUNK];                                                                                \
+        for (int k = 0; k < nq; k++) memset(acc[k], 0, n * sizeof(T));                                  \
+        T *A0 = acc[0], *A1 = acc[1], *A2 = acc[2], *A3 = acc[3];                                       \
+        int64_t j = 0;                                                                                  \
+        for (; j + 4 <= m; j += 4) {                                                                    \
+            const T *r0 = X + j * sm + c, *r1 = r0 + sm, *r2 = r1 + sm, *r3 = r2 + sm;                  \
+            const T *p0 = q + j, *p1 = q + m + j, *p2 = q + 2 * m + j, *p3 = q + 3 * m + j;             \
+            if (nq == 1) {                                                                              \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = 0; i < n; i++)                                                         \
+                    A0[i] += p0[0] * r0[i] + p0[1] * r1[i] + p0[2] * r2[i] + p0[3] * r3[i];             \
+            } else if (nq == 2) {                                                                       \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = 0; i < n; i++) {                                                       \
+                    T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                   \
+                    A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                         \
+                    A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                         \
+                }                                                                                       \
+            } else {                                                                                    \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = 0; i < n; i++) {                                                       \
+                    T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                   \
+                    A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                         \
+                    A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                         \
+                    A2[i] += p2[0] * v0 + p2[1] * v1 + p2[2] * v2 + p2[3] * v3;                         \
+                    A3[i] += p3[0] * v0 + p3[1] * v1 + p3[2] * v2 + p3[3] * v3;                         \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+        for (; j < m; j++) {                                                                            \
+            const T *r0 = X + j * sm + c;                                                               \
+            for (int k = 0; k < nq; k++) {                                                              \
+                T a = q[k * m + j], *Ak = acc[k];                                                       \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = 0; i < n; i++) Ak[i] += a * r0[i];                                     \
+            }                                                                                           \
+        }                                                                                               \
+        for (int k = 0; k < nq; k++) {                                                                  \
+            T *Ak = acc[k];                                                                             \
+            if (scale) {                                                                                \
+                const T *sc = scale + c;                                                                \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = 0; i < n; i++) Ak[i] *= sc[i];                                         \
+            }                                                                                           \
+            if (k < 2) {                                                                                \
+                memcpy(out[k] + c, Ak, n * sizeof(T));                                                  \
+                continue;                                                                               \
+            }                                                                                           \
+            T mx = -INFINITY;                                                                           \
+            int nan = 0;                                                                                \
+            _Pragma("omp simd reduction(max:mx) reduction(|:nan)")                                      \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                mx = Ak[i] > mx ? Ak[i] : mx;                                                           \
+                nan |= Ak[i] != Ak[i];                                                                  \
+            }                                                                                           \
+            if (nan || mx > best[k - 2]) /* the block holds a new maximum: find its first index */      \
+                for (int64_t i = 0; i < n; i++) keep_##SUF(Ak[i], c + i, &best[k - 2], &am[k - 2]);      \
+        }                                                                                               \
+    }                                                                                                   \
+}                                                                                                       \
+                                                                                                        \
+/* gr[j] = sum_i X[i,j] r[i], gt[j] = sum_i X[i,j] rt[i] */                                             \
+static void pullback_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, int64_t sm,              \
+                           const T *restrict r, const T *restrict rt, T *restrict gr, T *restrict gt) {                                                 \
+    for (int64_t j = 0; j < m; j++) gr[j] = gt[j] = 0;                                                  \
+    if (sm == 1) { /* [d, m]: four rows at a time added into the m-vectors */                          \
+        int64_t i = 0;                                                                                  \
+        for (; i + 4 <= d; i += 4) {                                                                    \
+            const T *w0 = X + i * sd, *w1 = w0 + sd, *w2 = w1 + sd, *w3 = w2 + sd;                      \
+            T a0 = r[i], a1 = r[i + 1], a2 = r[i + 2], a3 = r[i + 3];                                   \
+            T b0 = rt[i], b1 = rt[i + 1], b2 = rt[i + 2], b3 = rt[i + 3];                               \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t j = 0; j < m; j++) {                                                           \
+                T v0 = w0[j], v1 = w1[j], v2 = w2[j], v3 = w3[j];                                       \
+                gr[j] += a0 * v0 + a1 * v1 + a2 * v2 + a3 * v3;                                         \
+                gt[j] += b0 * v0 + b1 * v1 + b2 * v2 + b3 * v3;                                         \
+            }                                                                                           \
+        }                                                                                               \
+        for (; i < d; i++) {                                                                            \
+            const T *row = X + i * sd;                                                                  \
+            T a = r[i], b = rt[i];                                                                      \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t j = 0; j < m; j++) {                                                           \
+                gr[j] += a * row[j];                                                                    \
+                gt[j] += b * row[j];                                                                    \
+            }                                                                                           \
+        }                                                                                               \
+        return;                                                                                         \
+    }                                                                                                   \
+    for (int64_t c = 0; c < d; c += PB_CHUNK) { /* [m, d]: dot products of four rows with r, rt */      \
+        int64_t n = d - c < PB_CHUNK ? d - c : PB_CHUNK;                                                      \
+        const T *rc = r + c, *tc = rt + c;                                                              \
+        int64_t j = 0;                                                                                  \
+        for (; j + 4 <= m; j += 4) {                                                                    \
+            const T *w0 = X + j * sm + c, *w1 = w0 + sm, *w2 = w1 + sm, *w3 = w2 + sm;                  \
+            T a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;                           \
+            _Pragma("omp simd reduction(+:a0,a1,a2,a3,b0,b1,b2,b3)")                                    \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                T x = rc[i], y = tc[i];                                                                 \
+                a0 += w0[i] * x;                                                                        \
+                a1 += w1[i] * x;                                                                        \
+                a2 += w2[i] * x;                                                                        \
+                a3 += w3[i] * x;                                                                        \
+                b0 += w0[i] * y;                                                                        \
+                b1 += w1[i] * y;                                                                        \
+                b2 += w2[i] * y;                                                                        \
+                b3 += w3[i] * y;                                                                        \
+            }                                                                                           \
+            gr[j] += a0, gr[j + 1] += a1, gr[j + 2] += a2, gr[j + 3] += a3;                             \
+            gt[j] += b0, gt[j + 1] += b1, gt[j + 2] += b2, gt[j + 3] += b3;                             \
+        }                                                                                               \
+        for (; j < m; j++) {                                                                            \
+            const T *row = X + j * sm + c;                                                              \
+            T a = 0, b = 0;                                                                             \
+            _Pragma("omp simd reduction(+:a,b)")                                                        \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                a += row[i] * rc[i];                                                                    \
+                b += row[i] * tc[i];                                                                    \
+            }                                                                                           \
+            gr[j] += a;                                                                                 \
+            gt[j] += b;                                                                                 \
+        }                                                                                               \
+    }                                                                                                   \
+}                                                                                                       \
+                                                                                                        \
+/* g = softmax(a) and h = softmax(b) in place (log-sum-exp: exp(x - max) / sum); returns the sums of   \
+ * squares gg, hh, the inner product gh and sum (g h)^2 of the normalised weights. */                  \
+static void softmax2_##SUF(T *a, T *b, int64_t d, T mxa, T mxb, T *gg, T *hh, T *gh, T *dg) {          \
+    double za = 0, zb = 0;                                                                              \
+    _Pragma("omp simd reduction(+:za,zb)")                                                              \
+    for (int64_t i = 0; i < d; i++) {                                                                   \
+        T ea = (T)exp_nonpos((double)(a[i] - mxa)), eb = (T)exp_nonpos((double)(b[i] - mxb));           \
+        a[i] = ea;                                                                                      \
+        b[i] = eb;                                                                                      \
+        za += ea;                                                                                       \
+        zb += eb;                                                                                       \
+    }                                                                                                   \
+    T ia = (T)1 / (T)za, ib = (T)1 / (T)zb, s_gg = 0, s_hh = 0, s_gh = 0, s_dg = 0;                     \
+    _Pragma("omp simd reduction(+:s_gg,s_hh,s_gh,s_dg)")                                                \
+    for (int64_t i = 0; i < d; i++) {                                                                   \
+        T g = a[i] * ia, h = b[i] * ib, p = g * h;                                                      \
+        a[i] = g;                                                                                       \
+        b[i] = h;                                                                                       \
+        s_gg += g * g;                                                                                  \
+        s_hh += h * h;                                                                                  \
+        s_gh += p;                                                                                      \
+        s_dg += p * p;                                                                                  \
+    }                                                                                                   \
+    *gg = s_gg, *hh = s_hh, *gh = s_gh, *dg = s_dg;                                                     \
+}                                                                                                       \
+                                                                                                        \
+static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,     \
+                          const T *theta0, int64_t a, int64_t b, T eta, int limit, int stop_bad,        \
+                          T *theta1, T *theta1t, T *loss, T *g1, T *h1, int64_t *head, int64_t *headt,  \
+                          T *w) {                                                                       \
+    T *g = g1, *h = h1; /* the outputs' rows hold the scores, weights and pullbacks until pass 3 */      \
+    T *q = w, *gr = q + 4 * m, *gt = gr + m; /* w: 4 queries of length m, then 2 gradients */           \
+    T *out[2] = {g, 0};                                                                                 \
+    scores_##SUF(X, d, m, sd, sm, scale, theta0, 1, out, 0); /* pass 1: s = V theta0 */                 \
+    T mx = -INFINITY, mn = INFINITY;                                                                    \
+    int bad = 0;                                                                                        \
+    _Pragma("omp simd reduction(max:mx) reduction(min:mn) reduction(|:bad)")                            \
+    for (int64_t i = 0; i < d; i++) {                                                                   \
+        T v = g[i];                                                                                     \
+        bad |= (v - v) != 0; /* inf or nan */                                                           \
+        mx = v > mx ? v : mx;                                                                           \
+        mn = v < mn ? v : mn;                                                                           \
+    }                                                                                                   \
+    if (bad) {                                                                                          \
+        if (stop_bad) return 1;                                                                         \
+        for (int64_t j = 0; j < m; j++) theta1[j] = theta1t[j] = NAN;                                   \
+        for (int64_t i = 0; i < d; i++) g1[i] = h1[i] = NAN;                                            \
+        *loss = NAN;                                                                                    \
+        if (limit) *head = *headt = 0;                                                                  \
+        return 1;                                                                                       \
+    }                                                                                                   \
+    _Pragma("omp simd")                                                                                 \
+    for (int64_t i = 0; i < d; i++) h[i] = -g[i];                                                       \
+    T gg, hh, gh, dg;                                                                                   \
+    softmax2_##SUF(g, h, d, mx, -mn, &gg, &hh, &gh, &dg);                                               \
+    T ga = g[a], gb = g[b], ha = h[a], hb = h[b];                                                       \
+    T cg = 0, ch = 0; /* <g, du_g>, <h, du_h> */                                                        \
+    _Pragma("omp simd reduction(+:cg,ch)")                                                              \
+    for (int64_t i = 0; i < d; i++) {                                                                   \
+        T t = 2 * gh - 2 * (g[i] * h[i]);                                                               \
+        T ug = hh * g[i] + h[i] * t, uh = gg * h[i] + g[i] * t;                                         \
+        cg += g[i] * ug;                                                                                \
+        ch += h[i] * uh;                                                                                \
+    }                                                                                                   \
+    cg -= ga * hb + gb * ha;                                                                            \
+    ch -= ha * gb + hb * ga;                                                                            \
+    _Pragma("omp simd")                                                                                 \
+    for (int64_t i = 0; i < d; i++) {                                                                   \
+        T gi = g[i], hi = h[i];                                                                         \
+        T t = 2 * gh - 2 * (gi * hi);                                                                   \
+        T ug = hh * gi + hi * t, uh = gg * hi + gi * t;                                                 \
+        g[i] = gi * (ug - cg);                                                                          \
+        h[i] = hi * (uh - ch);                                                                          \
+    }                                                                                                   \
+    {   /* the label terms at the support: du_g -= (h_b, h_a) at (a, b), du_h -= (g_b, g_a) */          \
+        T t = 2 * gh - 2 * (ga * ha), ug = hh * ga + ha * t, uh = gg * ha + ga * t;                     \
+        g[a] = ga * ((ug - hb) - cg);                                                                   \
+        h[a] = ha * ((uh - gb) - ch);                                                                   \
+        t = 2 * gh - 2 * (gb * hb), ug = hh * gb + hb * t, uh = gg * hb + gb * t;                       \
+        g[b] = gb * ((ug - ha) - cg);                                                                   \
+        h[b] = hb * ((uh - ga) - ch);                                                                   \
+    }                                                                                                   \
+    if (scale)                                                                                          \
+        for (int64_t i = 0; i < d; i++) {                                                               \
+            g[i] *= scale[i];                                                                           \
+            h[i] *= scale[i];                                                                           \
+        }                                                                                               \
+    pullback_##SUF(X, d, m, sd, sm, g, h, gr, gt); /* pass 2: V^T r, V^T r~ */                          \
+    for (int64_t j = 0; j < m; j++) {                                                                   \
+        theta1[j] = q[j] = theta0[j] - eta * gr[j];                                                     \
+        theta1t[j] = q[m + j] = -theta0[j] - eta * gt[j];                                               \
+        q[2 * m + j] = -gr[j];                                                                          \
+        q[3 * m + j] = -gt[j];                                                                          \
+    }                                                                                                   \
+    T *o[2] = {g1, h1};                                                                                 \
+    int64_t am[2];                                                                                      \
+    scores_##SUF(X, d, m, sd, sm, scale, q, limit ? 4 : 2, o, am); /* pass 3: the new scores */         \
+    if (limit) *head = am[0], *headt = am[1];                                                           \
+    T m1 = -INFINITY, m2 = -INFINITY;                                                                   \
+    _Pragma("omp simd reduction(max:m1,m2)")                                                            \
+    for (int64_t i = 0; i < d; i++) {                                                                   \
+        m1 = g1[i] > m1 ? g1[i] : m1;                                                                   \
+        m2 = h1[i] > m2 ? h1[i] : m2;                                                                   \
+    }                                                                                                   \
+    softmax2_##SUF(g1, h1, d, m1, m2, &gg, &hh, &gh, &dg);                                              \
+    T label = g1[a] * h1[b] + g1[b] * h1[a];                                                            \
+    *loss = (T)0.5 * (gg * hh + 2 * gh * gh - 2 * dg) - label + (T)0.5;                                 \
+    return 0;                                                                                           \
+}                                                                                                       \
+                                                                                                        \
+typedef struct {                                                                                        \
+    int64_t B, d, m, sb, sd, sm, scb, tb, ub, eb;                                                       \
+    const T *X, *scale, *theta0, *eta;                                                                  \
+    const int64_t *support;                                                                             \
+    int limit, stop_bad;                                                                                \
+    T *theta1, *theta1t, *loss, *g1, *h1;                                                               \
+    int64_t *head, *headt, *bad, next, nbad, oom;                                                       \
+} job_##SUF;                                                                                            \
+                                                                                                        \
+static void *worker_##SUF(void *arg) {                                                                  \
+    job_##SUF *J = (job_##SUF *)arg;                                                                    \
+    int64_t d = J->d, m = J->m, nbad = 0;                                                               \
+    T *w = (T *)malloc((size_t)(6 * m) * sizeof(T));                                            \
+    if (!w) {                                                                                           \
+        __atomic_fetch_add(&J->oom, 1, __ATOMIC_RELAXED);                                               \
+        return 0;                                                                                       \
+    }                                                                                                   \
+    for (;;) { /* dynamic scheduling: the next instance not yet taken */                               \
+        int64_t k = __atomic_fetch_add(&J->next, 1, __ATOMIC_RELAXED);                                  \
+        if (k >= J->B) break;                                                                           \
+        int r = instance_##SUF(J->X + k * J->sb, d, m, J->sd, J->sm, J->scale ? J->scale + k * J->scb : 0, \
+                               J->theta0 + k * J->tb, J->support[k * J->ub], J->support[k * J->ub + 1],   \
+                               J->eta[k * J->eb], J->limit, J->stop_bad, J->theta1 + k * m,              \
+                               J->theta1t + k * m, J->loss + k, J->g1 + k * d, J->h1 + k * d,            \
+                               J->head + k, J->headt + k, w);                                           \
+        J->bad[k] = r;                                                                                  \
+        nbad += r;                                                                                      \
+    }                                                                                                   \
+    free(w);                                                                                            \
+    __atomic_fetch_add(&J->nbad, nbad, __ATOMIC_RELAXED);                                               \
+    return 0;                                                                                           \
+}                                                                                                       \
+                                                                                                        \
+int64_t sxor_one_step_##SUF(int64_t B, int64_t d, int64_t m, const T *X, int64_t sb, int64_t sd,        \
+                            int64_t sm, const T *scale, int64_t scb, const T *theta0, int64_t tb,       \
+                            const int64_t *support, int64_t ub, const T *eta, int64_t eb, int limit,    \
+                            int stop_bad, int threads, T *theta1, T *theta1t, T *loss, T *g1, T *h1,    \
+                            int64_t *head, int64_t *headt, int64_t *bad) {                              \
+    job_##SUF J = {B, d, m, sb, sd, sm, scb, tb, ub, eb, X, scale, theta0, eta, support, limit,         \
+                   stop_bad, theta1, theta1t, loss, g1, h1, head, headt, bad, 0, 0, 0};                 \
+    int n = threads < 1 ? 1 : threads;                                                                  \
+    if (n > B) n = (int)B;                                                                              \
+    if (n > MAX_THREADS) n = MAX_THREADS;                                                               \
+    pthread_t tid[MAX_THREADS];                                                                         \
+    int started = 0;                                                                                    \
+    for (int t = 1; t < n; t++)                                                                         \
+        if (pthread_create(&tid[started], 0, worker_##SUF, &J) == 0) started++;                         \
+    worker_##SUF(&J); /* the calling thread works too */                                                \
+    for (int t = 0; t < started; t++) pthread_join(tid[t], 0);                                          \
+    return J.next < B ? -1 : J.nbad; /* -1: no thread could allocate its workspace */                                                    \
+}
+
+DEFINE_STEP(double, f64)
+DEFINE_STEP(float, f32)
