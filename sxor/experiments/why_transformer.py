@@ -325,7 +325,7 @@ def plot_parameters(results: dict, grid: dict | None = None, rate: float = RELIA
     ax.loglog(ds, [2 * tf[d] for d in ds], "s-", color="C3", ms=6,
               label=f"transformer $2m$, one-step success $\\geq$ {rate:.0%}")
     ax.set(xlabel="input length d", ylabel="trainable parameters")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)  # below the axes
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.19), ncol=2)  # below the axes and its label
     fig.tight_layout()
     return fig
 

@@ -299,3 +299,26 @@ def test_interval_threshold_and_matched_reliability_on_synthetic_data():
     ax = fig.axes[0]
     assert ax.get_ylabel() == "success rate, exact 95% interval" and ax.get_legend() is not None
     assert len(ax.get_legend().get_texts()) == 4 + 2  # four widths, the transformer by each rule
+
+
+def test_parameters_figure_keeps_its_legend_off_the_axis_label():
+    from sxor.experiments import why_transformer as exp
+
+    records = [{"d": d, "width": w, "parameters": parameter_count(d, w), "restarts": 50, "successes": s}
+               for d in (64, 128) for w, s in [(2, 20), (3, 46)]]
+    grid = {"records": [{"d": d, "m": m, "seeds": 1000, "success": s}
+                        for d in (64, 128) for m, s in [(8, 700), (16, 950)]]}
+    import matplotlib.pyplot as plt
+
+    from sxor import book
+
+    with plt.rc_context():
+        book.use_style()  # the style the chapter draws in
+        fig = exp.plot_parameters({"records": records}, grid)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        legend = ax.get_legend().get_window_extent(renderer)
+        label = ax.xaxis.label.get_window_extent(renderer)
+        plt.close(fig)
+    assert legend.y1 < label.y0  # the legend sits wholly below the x-axis label
