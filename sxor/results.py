@@ -181,8 +181,9 @@ def finite_or_none(x: float) -> float | None:
 
 def describe(results: dict, width: int = 100) -> list[str]:
     """Lines (at most ``width`` characters) saying how a results file was made: its experiment and
-    size, the command, device, library versions, date and wall time of :func:`provenance`, and
-    its parameters. Used by the book's reproducibility appendix.
+    size, the command, device, library versions, date and wall time of :func:`provenance`, the
+    ``note`` of its meta when there is one (how a file was made, when not by one run of its
+    command), and its parameters. Used by the book's reproducibility appendix.
 
     Raises ValueError unless ``results`` has the keys ``experiment``, ``params`` and ``meta``.
     """
@@ -198,6 +199,9 @@ def describe(results: dict, width: int = 100) -> list[str]:
              f"  made on {meta.get('device', '?')}, torch {meta.get('torch', '?')}, "
              f"numpy {meta.get('numpy', '?')}, {meta.get('date', '?')}"
              + (f", {wall:.0f} s wall" if isinstance(wall, (int, float)) else "")]
+    if meta.get("note"):  # how the file was made, when not by one run of its command
+        lines += textwrap.wrap("note: " + str(meta["note"]), width=width, initial_indent="  ",
+                               subsequent_indent="    ", break_long_words=True)
     text = "; ".join(f"{k} = {v}" for k, v in params.items())
     lines += textwrap.wrap("parameters: " + text, width=width, initial_indent="  ", subsequent_indent="    ",
                            break_long_words=True)

@@ -20,6 +20,16 @@ def test_describe_names_command_machine_and_every_parameter():
         describe({"meta": {}})
 
 
+def test_describe_prints_a_note_on_how_the_file_was_made():
+    results = {"experiment": "x", "params": {"size": "full"},
+               "meta": {"command": "c", "note": "joined from four processes " * 4}}
+    lines = describe(results, width=60)
+    text = " ".join(line.strip() for line in lines)
+    assert "note: joined from four processes" in text and text.index("note:") < text.index("parameters:")
+    assert all(len(line) <= 60 for line in lines)
+    assert not any("note" in line for line in describe({**results, "meta": {"command": "c"}}))
+
+
 def test_every_committed_run_can_be_described_within_the_page_width():
     for path in sorted(RESULTS_DIR.glob("*.json")):
         results = committed_results(path.stem)
