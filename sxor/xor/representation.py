@@ -296,12 +296,19 @@ def origin_in_hull(points: torch.Tensor) -> int:
     exactly (rationals), and the exact solution differs from it by at most
     :math:`\lVert A^{-1} \rVert \lVert r \rVert = \lVert r \rVert / \sigma_\mathrm{min}(A)`; if
     every coordinate exceeds twice that bound, the exact coordinates are positive and 0 is inside.
+    The residual is exact; :math:`\sigma_\mathrm{min}(A)` is a floating-point value, and the factor
+    2 is the margin for its error.
 
     Parameters
     ----------
     points
         The points ``[N, m]``.
     """
+    return _origin_in_hull(points)[0]
+
+
+def _origin_in_hull(points: torch.Tensor) -> tuple[int, list[int]]:
+    """The verdict of :func:`origin_in_hull` and the corral it was computed from."""
     from fractions import Fraction
 
     P = points.detach().to("cpu", torch.float64)
@@ -311,9 +318,9 @@ def origin_in_hull(points: torch.Tensor) -> int:
     if float(x.norm()) > 0:
         margin = min(sum(Fraction(float(p)) * c for p, c in zip(row, xs)) for row in P.tolist())
         if margin > 0:
-            return -1
+            return -1, S
     if len(S) != m + 1:
-        return 0
+        return 0, S
     A = torch.cat([P[S].T, torch.ones(1, m + 1, dtype=torch.float64)])
     e = torch.zeros(m + 1, dtype=torch.float64)
     e[m] = 1.0
@@ -324,8 +331,8 @@ def origin_in_hull(points: torch.Tensor) -> int:
     res_norm = math.sqrt(float(sum(r * r for r in res)))
     sigma_min = float(torch.linalg.svdvals(A)[-1])
     if sigma_min > 0 and float(lam.min()) > 2 * res_norm / sigma_min:
-        return 1
-    return 0
+        return 1, S
+    return 0, S
 
 
 def erf_floor_certified(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
@@ -369,7 +376,7 @@ def erf_depth_floor(k: int, *, tol: Fraction | None = None) -> tuple[Fraction, F
 
     Returns ``(lower, attained)``: ``lower`` is a proved lower bound on :math:`\min F_k`, and
     ``attained`` the value of :math:`F_k` at a feasible point, so :math:`\min F_k` lies in
-    ``[lower, attained]`` and ``attained - lower < tol``.
+    ``[lower, attained]`` and ``attained - lower <= tol``.
 
     Parameters
     ----------
@@ -404,7 +411,7 @@ def erf_depth_floor(k: int, *, tol: Fraction | None = None) -> tuple[Fraction, F
         attained = min(attained, value(xm, ym))
         p_hi, q_hi, p_lo, q_lo = x1 * y1, (u - x0) * (u - y0), x0 * y0, (u - x1) * (u - y1)
         bound = ((1 - p_hi - q_hi) ** 2 + k * (p_lo * p_lo + q_lo * q_lo) / 2) / 2
-        if 1 - p_hi - q_hi < 0:  # cannot happen on this domain (p + q <= 104/225); kept as a guard
+        if 1 - p_hi - q_hi < 0:  # cannot happen: p_hi, q_hi <= c^2 and 1 - 2 c^2 > 0; kept as a guard
             bound = Fraction(0)
         if bound >= attained - tol:
             lower = bound if lower is None else min(lower, bound)
@@ -431,13 +438,14 @@ def depth_two_certified(points: torch.Tensor) -> int:
     points
         The points ``[N, m]``.
     """
+    if not isinstance(points, torch.Tensor):
+        raise TypeError(f"points must be a torch.Tensor, got {type(points).__name__}")
     P = points.detach().to("cpu", torch.float64)
     if P.dim() != 2 or P.shape[0] < 1:
         raise ValueError(f"points must have shape [N, m] with N >= 1, got {tuple(P.shape)}")
-    full = origin_in_hull(P)
+    full, S = _origin_in_hull(P)  # S: the corral whose simplex certified 0 inside
     if full != 1:
         return full
-    _, S, _ = min_norm_point(P)
     worst = 1
     for r in S:
         keep = torch.ones(P.shape[0], dtype=torch.bool)
@@ -454,9 +462,10 @@ def depth_upper_bound(points: torch.Tensor, *, restarts: int = 256, steps: int =
 
     Minimises the smooth count :math:`\sum_j \sigma(\beta \langle p_j, \theta\rangle / \lVert\theta\rVert)`
     with Adam from ``restarts`` random directions (:math:`\beta` rising from 5 to 50) and returns
-    ``(count, theta)``: ``theta [m]`` has exactly ``count`` scores :math:`\ge 0`, and every other
-    score is below :math:`-10^{-9}\lVert\theta\rVert`, so rounding cannot change the count. A
-    search: the depth is at most ``count``, and may be smaller.
+    ``(count, theta)``: ``count`` is the number of scores of ``theta [m]`` at or above
+    :math:`-10^{-9}\lVert\theta\rVert`, so at most ``count`` scores are :math:`\ge 0`, and
+    every uncounted score is negative by a margin rounding cannot cross. A search: the depth is
+    at most ``count``, and may be smaller.
 
     Parameters
     ----------
@@ -469,9 +478,13 @@ def depth_upper_bound(points: torch.Tensor, *, restarts: int = 256, steps: int =
     generator
         Random generator for the starts.
     """
+    if not isinstance(points, torch.Tensor):
+        raise TypeError(f"points must be a torch.Tensor, got {type(points).__name__}")
     P = points.detach().to("cpu", torch.float64)
     if P.dim() != 2 or P.shape[0] < 1:
         raise ValueError(f"points must have shape [N, m] with N >= 1, got {tuple(P.shape)}")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (restarts, steps)):
+        raise TypeError(f"restarts and steps must be integers, got {restarts!r}, {steps!r}")
     if restarts < 1 or steps < 0:
         raise ValueError(f"restarts must be >= 1 and steps >= 0, got {restarts}, {steps}")
     th = torch.randn(restarts, P.shape[1], generator=generator, dtype=torch.float64).requires_grad_(True)

@@ -175,3 +175,57 @@ def test_depth_two_and_its_upper_bound_on_known_point_sets():
         depth_two_certified(torch.zeros(3))
     with pytest.raises(ValueError):
         depth_upper_bound(cross, restarts=0)
+
+
+def test_depth_lemma_inequality_holds_pointwise_for_erf_weights():
+    # L >= F_k(p, q) for any erf-attention weights with k anchors (phi >= 1) in each head: random
+    # phi in (0, 2), and the extremal pattern (targets near 2, anchors at 1, the rest near 0)
+    from sxor.xor.representation import erf_depth_floor
+
+    gen = torch.Generator().manual_seed(4)
+    support = torch.tensor([0, 1])
+    worst = 1.0
+    for trial in range(400):
+        d = 4 + trial % 13
+        k = 1 + trial % (d - 2)
+
+        def head():
+            phi = 2 * torch.rand(d, generator=gen, dtype=torch.float64) ** (1 + trial % 5)
+            anchors = 2 + torch.randperm(d - 2, generator=gen)[:k]
+            if trial % 2:
+                phi[:2], phi[2:] = 2 - 1e-9, 1e-12
+                phi[anchors] = 1.0
+            else:
+                phi[anchors] = phi[anchors].clamp(min=1.0)
+            return phi / phi.sum()
+
+        g, h = head(), head()
+        p, q = float(g[0] * h[1]), float(g[1] * h[0])
+        loss = float(sxor.loss_from_weights(g, h, support))
+        worst = min(worst, loss - ((1 - p - q) ** 2 + k * (p * p + q * q) / 2) / 2)
+        if k <= 3:
+            assert loss >= float(erf_depth_floor(k)[0])
+    assert worst >= -1e-12
+
+
+def test_depth_two_agrees_with_the_exact_depth_in_the_plane():
+    from sxor.xor.representation import depth_two_certified, depth_upper_bound
+
+    gen = torch.Generator().manual_seed(5)
+    for trial in range(30):
+        P = torch.randn(5 + trial % 8, 2, generator=gen, dtype=torch.float64)
+        P[:, 0] += 0.1 * (trial % 7)
+        # exact depth in 2-D: the count is constant between the normals of the points
+        ang = torch.atan2(P[:, 1], P[:, 0])
+        crit = torch.cat([ang + math.pi / 2, ang - math.pi / 2])
+        dirs = torch.cat([crit + 1e-7, crit - 1e-7])
+        theta = torch.stack([dirs.cos(), dirs.sin()], -1)
+        depth = int(((P @ theta.T) >= 0).sum(0).min())
+        cert = depth_two_certified(P)
+        assert cert != 0 and (cert == 1) == (depth >= 2)
+        count, th = depth_upper_bound(P, restarts=32, steps=100, generator=gen)
+        assert count >= depth and int(((P @ th) >= 0).sum()) <= count
+    with pytest.raises(TypeError):
+        depth_two_certified([[1.0, 0.0]])
+    with pytest.raises(TypeError):
+        depth_upper_bound(P, restarts=2.5)
