@@ -683,9 +683,10 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
     results
         The ``one-step-grid`` results.
     boot
-        The bootstrap of ``m_off`` whose slope and interval the legend shows; by default
+        The bootstrap of ``m_off`` whose slope and interval the legend shows (the chapter passes
+        :func:`bootstrap_instances` of the per-instance outcomes); by default
         :func:`sxor.xor.analysis.bootstrap_smallest_m` of the ``no_limit_off_target`` counts with
-        its default resamples and seed, which is what the chapter prints.
+        its default resamples and seed (each cell redrawn on its own).
     ds
         The ``d`` drawn in the top panel (default: six ``d`` spread evenly over the grid, so that
         the curves can be told apart).
