@@ -304,7 +304,8 @@ def instance_outcomes(results: dict, key: str = "success") -> dict[int, tuple[np
 
 
 def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], target: float = 0.95, *,
-                        resamples: int = 1000, level: float = 0.95, seed: int = 0) -> "analysis.SlopeBootstrap":
+                        resamples: int = 1000, level: float = 0.95, seed: int = 0,
+                        joint: bool = True) -> "analysis.SlopeBootstrap":
     """Percentile bootstrap over *instances* of the smallest ``m`` with rate ``>= target``
     (:func:`sxor.xor.analysis.smallest_m`) at each ``d``, and of the slope of its least-squares line
     in ``ln d``.
@@ -312,11 +313,18 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     ``outcomes[d] = (ms, ok [S_d, len(ms)])`` (:func:`instance_outcomes`). Each resample draws
     instances with replacement and recomputes every ``d``'s whole curve from the drawn instances,
     so the sharing of one instance across the ``m`` of a nested grid is kept. The grid's instance
-    ``k`` has seed ``k`` at every ``d``, so seeds are drawn jointly across ``d``: the seed range is
-    cut at every distinct ``S_d`` into strata, each stratum is resampled once per resample, and
-    each ``d`` uses the draws of the strata below its ``S_d``. A resample whose curve never reaches
-    ``target`` at some ``d`` is kept with that ``d``'s value set to the largest grid ``m``
-    (censored) and counted in ``censored``; only ``d`` with a finite point estimate enter.
+    ``k`` has seed ``k`` at every ``d``, and the same seed means the same stream of Gaussian
+    numbers (:func:`sxor.xor.sweeps.nested_instances`), so instance ``k`` at ``d`` and at ``2d``
+    share numbers and the estimates at different ``d`` are not independent. Seeds are therefore
+    drawn jointly across ``d`` (``joint=True``): the seed range is cut at every distinct ``S_d``
+    into strata, each stratum is resampled on its own (as many draws as it has seeds) once per
+    resample, and each ``d`` uses the draws of the strata below its ``S_d``, so every ``d``'s
+    resample has exactly ``S_d`` instances. ``joint=False`` resamples each ``d`` independently
+    (for comparison). The smallest ``m`` is :func:`sxor.xor.analysis.smallest_m`'s: the crossing
+    after the last grid ``m`` whose rate is below ``target``. A resample whose rate at the largest
+    grid ``m`` is below ``target`` at some ``d`` is kept with that ``d``'s value set to the largest
+    grid ``m`` (censored) and counted in ``censored``; only ``d`` with a finite point estimate
+    enter.
 
     Returns
     -------
@@ -347,11 +355,14 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     samples = np.empty((resamples, len(ds)))
     censored = 0
     for r in range(resamples):
-        idx = np.concatenate([rng.integers(a, b, size=b - a) for a, b in zip(edges[:-1], edges[1:])])
-        weights = np.bincount(idx, minlength=sizes[-1]).astype(float)
+        if joint:
+            idx = np.concatenate([rng.integers(a, b, size=b - a) for a, b in zip(edges[:-1], edges[1:])])
+            weights = np.bincount(idx, minlength=sizes[-1]).astype(float)
         for j, d in enumerate(ds):
             ms, ok = outcomes[d]
             n = ok.shape[0]
+            if not joint:
+                weights = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
             value = analysis.smallest_m(ms, weights[:n] @ ok / n, target)
             if not np.isfinite(value):
                 value, censored = ms[-1], censored + 1
@@ -437,6 +448,45 @@ def run_same_target(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = {"m": SAME_TARGET_M, "block": SAME_TARGET_BLOCK, "blocks": cfg["blocks"],
               "seeds": "10^6 log2(d) + k, k = 0 .. blocks * block - 1", "cpu_seconds_by_d": cpu}
     return params, records
+
+
+class PooledExcess(NamedTuple):
+    """:func:`pooled_same_target`: a failure mode's count pooled over cells, against its prediction."""
+
+    events: int
+    pairs: int  #: instance-m pairs pooled
+    instances: int
+    expected: float  #: sum over the pairs of the predicted rate
+    z_pairs: float  #: ``(events - expected) / sqrt(expected)``, as if the pairs were independent
+    z_instances: float  #: the same excess over the standard error from the per-instance totals
+
+
+def pooled_same_target(results: dict, ds: list[int], m_min: int = 32) -> PooledExcess:
+    """Same-target failures in the argmax limit of ``one-step-grid-instances`` results, pooled
+    over the cells with ``d`` in ``ds`` and ``m >= m_min``, against
+    :func:`sxor.xor.analysis.predicted_same_target`. ``z_instances`` respects the nesting: each
+    instance contributes its number ``c_k`` of failing cells, and the total's variance is
+    estimated by ``sum_d S_d var(c_k)`` (the instances are independent, their cells are not).
+
+    Raises
+    ------
+    ValueError
+        If some ``d`` of ``ds`` has no cell with ``m >= m_min``.
+    """
+    events, pairs, instances, expected, var = 0, 0, 0, 0.0, 0.0
+    code = str(FAILURE_MODES.index("same_target"))
+    for d in ds:
+        rows = [r for r in results["records"] if r["d"] == d and r["m"] >= m_min]
+        if not rows:
+            raise ValueError(f"no cell with d = {d} and m >= {m_min}")
+        counts = np.sum([np.frombuffer(r["limit_mode"].encode(), dtype=np.uint8) == ord(code) for r in rows], axis=0)
+        events += int(counts.sum())
+        pairs += counts.size * len(rows)
+        instances += counts.size
+        expected += float(analysis.predicted_same_target(d)) * counts.size * len(rows)
+        var += counts.size * float(counts.var(ddof=1))
+    return PooledExcess(events, pairs, instances, expected, (events - expected) / math.sqrt(expected),
+                        (events - expected) / math.sqrt(var))
 
 
 class SameTargetRow(NamedTuple):
@@ -633,9 +683,10 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
     results
         The ``one-step-grid`` results.
     boot
-        The bootstrap of ``m_off`` whose slope and interval the legend shows; by default
+        The bootstrap of ``m_off`` whose slope and interval the legend shows (the chapter passes
+        :func:`bootstrap_instances` of the per-instance outcomes); by default
         :func:`sxor.xor.analysis.bootstrap_smallest_m` of the ``no_limit_off_target`` counts with
-        its default resamples and seed, which is what the chapter prints.
+        its default resamples and seed (each cell redrawn on its own).
     ds
         The ``d`` drawn in the top panel (default: six ``d`` spread evenly over the grid, so that
         the curves can be told apart).

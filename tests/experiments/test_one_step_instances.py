@@ -149,3 +149,42 @@ def test_committed_same_target_run_is_complete():
         assert sum(r[f"limit_{name}"] for name in FAILURE_MODES) == r["draws"]
         assert r["limit_under_stepped"] == 0  # no under-stepping in the argmax limit
         assert r["first_seed"] == exp.same_target_seed(r["d"]) + r["block"] * exp.SAME_TARGET_BLOCK
+
+
+def test_instance_bootstrap_independent_across_d_breaks_the_pairing():
+    # two d holding the same instances: drawn jointly their slope is 0 in every resample,
+    # drawn independently it spreads
+    rng = np.random.default_rng(2)
+    ms, ok = _outcomes(rng, 200, [10, 12, 14, 16], [0.4, 0.3, 0.25, 0.05])
+    boot = exp.bootstrap_instances({64: (ms, ok), 256: (ms, ok)}, resamples=100, joint=False)
+    assert boot.slope_low < -1e-3 and boot.slope_high > 1e-3
+    assert boot.m_star[0] == boot.m_star[1]
+
+
+def _codes_record(d, m, codes):
+    return {"d": d, "m": m, "seeds": len(codes), "mode": codes, "limit_mode": codes}
+
+
+def test_pooled_same_target_counts_pairs_and_clusters_by_instance():
+    d = 1024
+    p = float(analysis.predicted_same_target(d))
+    # 4 instances, 2 cells with m >= 32; instance 0 fails same-target in both, instance 1 in one
+    records = [_codes_record(d, 28, "2222"), _codes_record(d, 32, "2200"), _codes_record(d, 36, "2130")]
+    out = exp.pooled_same_target({"records": records}, [d])
+    assert (out.events, out.pairs, out.instances) == (3, 8, 4)
+    assert math.isclose(out.expected, 8 * p)
+    assert math.isclose(out.z_pairs, (3 - 8 * p) / math.sqrt(8 * p))
+    counts = np.array([2, 1, 0, 0])
+    assert math.isclose(out.z_instances, (3 - 8 * p) / math.sqrt(4 * counts.var(ddof=1)))
+    with pytest.raises(ValueError, match="no cell"):
+        exp.pooled_same_target({"records": records}, [d], m_min=40)
+
+
+def test_pooled_same_target_of_the_committed_grid_instances_matches_the_grid(instances):
+    ds = [1024, 2048, 4096, 8192, 16384]
+    out = exp.pooled_same_target(instances, ds)
+    cells = [r for r in committed_results("one-step-grid")["records"] if r["d"] in ds and r["m"] >= 32]
+    assert out.events == sum(r["limit_same_target"] for r in cells)
+    assert out.pairs == sum(r["seeds"] for r in cells) and out.instances == 1000 * len(ds)
+    # an instance failing at several m makes the clustered standard error the larger one
+    assert abs(out.z_instances) < abs(out.z_pairs)
