@@ -41,7 +41,7 @@ BLOCK = 2048
 
 SIZES = {
     "ci": {"d": [16, 32, 64], "instances": 32, "max_n_over_d2": 16},
-    "full": {"d": [16, 32, 64, 128], "instances": 200, "max_n_over_d2": 16},
+    "full": {"d": [16, 32, 64, 128, 256], "instances": 200, "max_n_over_d2": 16},
 }
 
 

@@ -358,3 +358,19 @@ def test_refine_points_hold_the_scans_optimum_and_its_neighbours():
         assert at_best[-1] > pos["batch"] and (at_best[0] < pos["batch"] or pos["batch"] == 1)
     for d in ci["d"]:  # the CI points are points of the full run
         assert set(fs.refine_configs(d, ci["configs"][d])) <= set(fs.refine_configs(d, full["configs"][d]))
+
+
+def test_committed_one_step_run_is_the_full_config():
+    from sxor.results import committed_results
+
+    res = committed_results("finite-samples")
+    cfg = fs.SIZES["full"]
+    assert cfg["d"] == [16, 32, 64, 128, 256] and res["params"]["d"] == cfg["d"]
+    assert res["params"]["instances"] == cfg["instances"] == 200
+    keys = [(r["d"], r["instance"]) for r in res["records"]]
+    assert sorted(keys) == [(d, k) for d in cfg["d"] for k in range(cfg["instances"])]
+    for r in res["records"][:: cfg["instances"]]:  # one record per d: its grid is the protocol's
+        assert r["n"] == fs.n_grid(r["d"], cfg["max_n_over_d2"] * r["d"] ** 2)
+        assert r["m"] == fs.embedding_dim(r["d"]) and len(r["mode"]) == len(r["n"])
+    # the chapter compares the SGD exponent with the one-step exponent over the SGD's d
+    assert set(fs.SGD_REFINE_SIZES["full"]["d"]) < set(cfg["d"])
