@@ -41,7 +41,7 @@ def _pair(w: torch.Tensor, support: torch.Tensor) -> tuple[torch.Tensor, torch.T
     """``(w_a, w_b)`` at the support ``(a, b) = (i*, j*)``, broadcasting the batch shapes."""
     shape = batch_shape(w.shape[:-1], support.shape[:-1])
     w = w.expand(*shape, w.shape[-1])
-    picked = w.gather(-1, support.to(w.device).expand(*shape, 2))
+    picked = w.gather(-1, support.to(w.device, torch.int64).expand(*shape, 2))
     return picked[..., 0], picked[..., 1]
 
 
@@ -72,7 +72,7 @@ def grad_from_weights(
     support = _check_weights_and_support(g, h, support)
     shape = batch_shape(g.shape[:-1], h.shape[:-1], support.shape[:-1])
     g, h = g.expand(*shape, g.shape[-1]), h.expand(*shape, h.shape[-1])
-    support = support.to(g.device).expand(*shape, 2)
+    support = support.to(g.device, torch.int64).expand(*shape, 2)  # gather takes int64
     gg, hh = (g * g).sum(-1, keepdim=True), (h * h).sum(-1, keepdim=True)
     gh = (g * h).sum(-1, keepdim=True)
     du_g = hh * g + 2 * gh * h - 2 * g * h * h
@@ -239,6 +239,8 @@ def _cache_blocks(V, theta0, support, eta):
     if V.device.type != "cpu" or V.dim() != 3 or theta0.dim() != 2 or support.dim() != 2 or eta.dim() > 1:
         return None
     B = V.shape[0]
+    if B == 0 or V[0].numel() == 0:
+        return None
     if theta0.shape[0] != B or support.shape[0] != B or (eta.dim() == 1 and eta.shape[0] != B):
         return None
     per = max(1, _CACHE_BYTES // (V[0].numel() * V.element_size()))
@@ -287,7 +289,7 @@ def _gram_and_pair(W: torch.Tensor, support: torch.Tensor):
     support indices ``[..., 2, 2]`` (the same pair for both rows)."""
     shape = batch_shape(W.shape[:-2], support.shape[:-1])
     W = W.expand(*shape, *W.shape[-2:])
-    sup = support.to(W.device).unsqueeze(-2).expand(*shape, 2, 2)
+    sup = support.to(W.device, torch.int64).unsqueeze(-2).expand(*shape, 2, 2)  # any integer dtype
     return W, W @ W.transpose(-1, -2), W[..., 0, :] * W[..., 1, :], sup
 
 
@@ -432,6 +434,20 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
             th = None
     if th is None:
         _set_path("torch", "the queries, support or eta carry batch dimensions that V does not")
+        return None
+    # The kernel indexes the weights at the support and reads m query coordinates per instance:
+    # anything the unchecked entry points let through that would read or write out of bounds (or
+    # that the torch path broadcasts differently, or refuses) goes to the torch path.
+    if theta0.shape[-1] != m or support.shape[-1] != 2 or (scale is not None and scale.shape[-1] not in (1, d)):
+        reason = "the queries, support or scale do not match the embeddings' d and m"
+    elif support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
+        reason = f"support of dtype {support.dtype} (the kernel takes integer positions)"
+    elif B and bool(((sup < 0) | (sup >= d)).any() or (sup[:, 0] == sup[:, 1]).any()):
+        reason = "a support position outside [0, d) or with i* == j*"
+    elif any(t.data_ptr() % t.element_size() for t in (Xb, th, et) + (() if sc is None else (sc,))):
+        reason = "embeddings, queries or scale not aligned to their element size"
+    if reason is not None:
+        _set_path("torch", reason)
         return None
     theta1, theta1t = torch.empty(B, m, dtype=dtype), torch.empty(B, m, dtype=dtype)
     loss, g1, h1 = torch.empty(B, dtype=dtype), torch.empty(B, d, dtype=dtype), torch.empty(B, d, dtype=dtype)
