@@ -463,3 +463,26 @@ def test_two_processes_compiling_at_once(tmp_path):
     assert [o.strip() for o, _ in outs] == ["native", "native"], outs
     built = list((tmp_path / "sxor" / "native").iterdir())
     assert len(built) == 1 and built[0].suffix == ".so"  # no temporary file left behind
+
+
+def test_factored_step_without_a_scale(monkeypatch):
+    """``scale=None``: ``Z`` is still ``V^T [..., m, d]`` (the kernel once read it as ``[d, m]``, out
+    of bounds when d > m)."""
+    nested = nested_instances(3, 700, 9, seed=2)
+    b = at_m(nested, 4)
+    Z = b.Z * b.scale.unsqueeze(-2)  # V^T with the rows' scale applied
+    fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit_factored(
+        Z, None, b.theta0, b.support, 5e4))
+    assert fast.step.attention.shape == (3, 700)
+    assert_same(fast, slow, torch.float64)
+    assert_same(fast, population.one_step_and_limit_factored(b.Z, b.scale, b.theta0, b.support, 5e4), torch.float64)
+
+
+def test_unchecked_scalar_query_or_support_is_not_broadcast_by_the_kernel():
+    inst = random_instances(2, 64, 5, seed=1)
+    with pytest.raises((RuntimeError, IndexError)):
+        population.one_step_and_limit(inst.V, inst.theta0[0, 0], inst.support, 1e3, check=False)
+    assert population.last_path().path == "torch"
+    with pytest.raises((RuntimeError, IndexError)):
+        population.one_step_and_limit(inst.V, inst.theta0, inst.support[0, 0], 1e3, check=False)
+    assert population.last_path().path == "torch"

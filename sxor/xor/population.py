@@ -390,11 +390,12 @@ def _set_path(path: str, reason: str) -> None:
 
 
 def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=None, check_rows: bool,
-                 limit: bool):
+                 limit: bool, transposed: bool = False):
     """One step through the native kernel, or ``None`` (with the reason recorded) when it does not
     apply. ``X`` holds the embeddings of a batch ``[B, ...]`` or one instance, with entry ``(i, j)``
     of ``V`` (row ``i < d``, column ``j < m``) at element offset ``i * sd + j * sm`` of each instance
-    (times ``scale [.., d]`` when given); one of ``sd``, ``sm`` must be 1."""
+    (times ``scale [.., d]`` when given); one of ``sd``, ``sm`` must be 1. ``transposed``: ``X`` is
+    ``V^T [..., m, d]`` (the factored step's ``Z``, with or without ``scale``)."""
     from . import native
 
     reason = None
@@ -420,7 +421,7 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     single = X.dim() == 2
     Xb = X.unsqueeze(0) if single else X
     B = Xb.shape[0]
-    d, m = (Xb.shape[-1], Xb.shape[-2]) if scale is not None else (Xb.shape[-2], Xb.shape[-1])
+    d, m = (Xb.shape[-1], Xb.shape[-2]) if transposed else (Xb.shape[-2], Xb.shape[-1])
     dtype = X.dtype
     if single and (theta0.dim() > 1 or support.dim() > 1 or eta.dim() > 0 or (scale is not None and scale.dim() > 1)):
         th = None
@@ -438,7 +439,8 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     # The kernel indexes the weights at the support and reads m query coordinates per instance:
     # anything the unchecked entry points let through that would read or write out of bounds (or
     # that the torch path broadcasts differently, or refuses) goes to the torch path.
-    if theta0.shape[-1] != m or support.shape[-1] != 2 or (scale is not None and scale.shape[-1] not in (1, d)):
+    if (theta0.dim() == 0 or theta0.shape[-1] != m or support.dim() == 0 or support.shape[-1] != 2
+            or (scale is not None and (scale.dim() == 0 or scale.shape[-1] not in (1, d)))):
         reason = "the queries, support or scale do not match the embeddings' d and m"
     elif support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
         reason = f"support of dtype {support.dtype} (the kernel takes integer positions)"
@@ -540,7 +542,7 @@ def one_step_and_limit_factored(
     input checks: the sweeps draw these instances themselves and never materialise ``V``."""
     eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
     out = _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind, scale=scale, check_rows=False,
-                       limit=True)
+                       limit=True, transposed=True)
     if out is not None:
         return out
     return _one_step(Z, theta0, support, eta, kind, scale=scale, limit=True)
