@@ -486,3 +486,20 @@ def test_unchecked_scalar_query_or_support_is_not_broadcast_by_the_kernel():
     with pytest.raises((RuntimeError, IndexError)):
         population.one_step_and_limit(inst.V, inst.theta0, inst.support[0, 0], 1e3, check=False)
     assert population.last_path().path == "torch"
+
+
+def test_lazily_negated_views_are_not_read_as_their_stored_values(monkeypatch):
+    """torch._neg_view keeps the un-negated values in memory with a flag: the kernel must not read
+    them raw (it once returned the step of -V or -theta0 silently)."""
+    inst = random_instances(3, 64, 5, seed=1)
+    expected = sxor.one_step(inst.V, inst.theta0, inst.support, 1e3)
+    V = torch._neg_view(-inst.V)
+    assert V.is_neg()
+    assert_same(sxor.one_step(V, inst.theta0, inst.support, 1e3), expected, torch.float64)
+    assert population.last_path() == ("torch", "embeddings with a lazy negation (the kernel reads the stored values)")
+    theta0 = torch._neg_view(-inst.theta0)
+    assert_same(sxor.one_step(inst.V, theta0, inst.support, 1e3), expected, torch.float64)
+    assert population.last_path().path == "native"
+    eta = torch._neg_view(torch.full((3,), -1e3, dtype=torch.float64))
+    assert_same(sxor.one_step(inst.V, inst.theta0, inst.support, eta), expected, torch.float64)
+    assert population.last_path().path == "native"

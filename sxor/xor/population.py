@@ -405,6 +405,10 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         reason = f"device {X.device.type} (the kernel runs on the CPU)"
     elif X.dtype not in (torch.float32, torch.float64):
         reason = f"dtype {X.dtype}"
+    elif X.layout != torch.strided:
+        reason = f"layout {X.layout} (the kernel reads dense strided memory)"
+    elif X.is_neg() or X.is_conj():
+        reason = "embeddings with a lazy negation (the kernel reads the stored values)"
     elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (X, theta0, eta, scale)):
         reason = "an autograd graph is being recorded"
     elif X.dim() not in (2, 3):
@@ -427,10 +431,11 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         th = None
     else:
         try:
-            th = theta0.to(dtype).expand(B, m).contiguous()
-            sup = support.to(torch.int64).expand(B, 2).contiguous()
-            et = eta.to(dtype).expand(B).contiguous()
-            sc = None if scale is None else scale.to(dtype).expand(B, d).contiguous()
+            # resolve_neg: a lazily negated view (torch._neg_view) stores the un-negated values
+            th = theta0.to(dtype).expand(B, m).resolve_neg().contiguous()
+            sup = support.to(torch.int64).expand(B, 2).resolve_neg().contiguous()
+            et = eta.to(dtype).expand(B).resolve_neg().contiguous()
+            sc = None if scale is None else scale.to(dtype).expand(B, d).resolve_neg().contiguous()
         except RuntimeError:
             th = None
     if th is None:
@@ -474,6 +479,9 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
 
 def _native_or_none(V, theta0, support, eta, kind, *, check_rows, limit):
     """:func:`_native_step` for embeddings ``V [..., d, m]`` in any layout."""
+    if V.layout != torch.strided:
+        _set_path("torch", f"layout {V.layout} (the kernel reads dense strided memory)")
+        return None
     return _native_step(V, V.stride(-2), V.stride(-1), theta0, support, eta, kind, check_rows=check_rows,
                         limit=limit)
 
@@ -541,8 +549,11 @@ def one_step_and_limit_factored(
     ``Z [..., m, d]`` and ``scale [..., d]`` (:class:`sxor.xor.sweeps.ScaledInstances`), without
     input checks: the sweeps draw these instances themselves and never materialise ``V``."""
     eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
-    out = _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind, scale=scale, check_rows=False,
+    strided = Z.layout == torch.strided
+    out = None if not strided else _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind, scale=scale, check_rows=False,
                        limit=True, transposed=True)
+    if not strided:
+        _set_path("torch", f"layout {Z.layout} (the kernel reads dense strided memory)")
     if out is not None:
         return out
     return _one_step(Z, theta0, support, eta, kind, scale=scale, limit=True)
