@@ -347,7 +347,7 @@ def test_more_threads_than_instances():
         one = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e4)
         torch.set_num_threads(8)
         many = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e4)
-        assert population.last_path().path == "native"
+        assert population.last_path().path == "native" and "2 threads" in population.last_path().reason
     finally:
         torch.set_num_threads(before)
     for a, b in zip(fields(one), fields(many)):
@@ -503,3 +503,18 @@ def test_lazily_negated_views_are_not_read_as_their_stored_values(monkeypatch):
     eta = torch._neg_view(torch.full((3,), -1e3, dtype=torch.float64))
     assert_same(sxor.one_step(inst.V, inst.theta0, inst.support, eta), expected, torch.float64)
     assert population.last_path().path == "native"
+
+
+def test_an_unexpected_failure_while_building_falls_back_with_the_reason(monkeypatch):
+    def boom(cc):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    monkeypatch.setattr(native, "cache_key", boom)
+    native.reset()
+    try:
+        inst = random_instances(2, 32, 3, seed=0)
+        sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
+        path = population.last_path()
+        assert path.path == "torch" and path.reason.startswith("native kernel unavailable: UnicodeDecodeError")
+    finally:
+        native.reset()

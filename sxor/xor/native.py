@@ -69,7 +69,7 @@ def _cpu_flags() -> str:
 
 def cache_key(cc: str) -> str:
     """Hash of the kernel's source, the flags, the compiler's version and the CPU's flags."""
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace", timeout=60).stdout
     h = hashlib.sha256()
     for part in (SOURCE.read_bytes(), " ".join(FLAGS).encode(), version.encode(), _cpu_flags().encode(),
                  platform.machine().encode()):
@@ -97,9 +97,10 @@ def _compile() -> ctypes.CDLL:
     os.close(fd)
     try:
         proc = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True,
-                              timeout=300)
+                              errors="replace", timeout=300)
         if proc.returncode != 0:
             raise RuntimeError(f"{stale}compilation failed: {proc.stderr.strip()[:500]}")
+        os.chmod(tmp, 0o755)  # mkstemp makes it 0600
         os.replace(tmp, target)  # atomic: a concurrent loader sees no file or the whole file
     finally:
         if os.path.exists(tmp):
@@ -136,6 +137,8 @@ def library() -> ctypes.CDLL | None:
             _state["lib"], _state["why"] = _compile(), None
         except (OSError, RuntimeError, subprocess.SubprocessError) as err:
             _state["lib"], _state["why"] = None, f"native kernel unavailable: {err}"
+        except Exception as err:  # noqa: BLE001 - whatever went wrong, fall back and say what
+            _state["lib"], _state["why"] = None, f"native kernel unavailable: {type(err).__name__}: {err}"
     return _state["lib"]
 
 
