@@ -307,7 +307,8 @@ def test_expanded_embeddings_with_zero_strides(monkeypatch):
 
 def test_all_equal_scores_and_a_zero_query(monkeypatch):
     inst = random_instances(4, 64, 5, seed=1)
-    fast, slow = both_paths(monkeypatch, lambda: sxor.one_step(inst.V, torch.zeros_like(inst.theta0), inst.support, 1e3))
+    zero = torch.zeros_like(inst.theta0)
+    fast, slow = both_paths(monkeypatch, lambda: sxor.one_step(inst.V, zero, inst.support, 1e3))
     assert_same(fast, slow, torch.float64)
 
 

@@ -548,11 +548,12 @@ def one_step_and_limit_factored(
 ) -> StepAndLimit:
     """:func:`one_step_and_limit` for embeddings given as ``V = diag(scale) Z^T`` with
     ``Z [..., m, d]`` and ``scale [..., d]`` (:class:`sxor.xor.sweeps.ScaledInstances`), without
-    input checks: the sweeps draw these instances themselves and never materialise ``V``."""
+    input checks: the sweeps draw these instances themselves and never materialise ``V``. With
+    ``scale=None``, ``V = Z^T``."""
     eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
     strided = Z.layout == torch.strided
-    out = None if not strided else _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind, scale=scale, check_rows=False,
-                       limit=True, transposed=True)
+    out = None if not strided else _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind,
+                                                scale=scale, check_rows=False, limit=True, transposed=True)
     if not strided:
         _set_path("torch", f"layout {Z.layout} (the kernel reads dense strided memory)")
     if out is not None:
