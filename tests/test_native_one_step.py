@@ -519,3 +519,18 @@ def test_an_unexpected_failure_while_building_falls_back_with_the_reason(monkeyp
         assert path.path == "torch" and path.reason.startswith("native kernel unavailable: UnicodeDecodeError")
     finally:
         native.reset()
+
+
+def test_concurrent_calls_from_python_threads():
+    """ctypes releases the GIL: calls from several Python threads run the kernel at once, each on
+    its own outputs and workspaces."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [random_instances(5, 500 + 37 * k, 6, seed=k) for k in range(6)]
+    serial = [population.one_step_and_limit(b.V, b.theta0, b.support, 1e4) for b in batches]
+    assert population.last_path().path == "native"
+    with ThreadPoolExecutor(3) as pool:
+        parallel = list(pool.map(lambda b: population.one_step_and_limit(b.V, b.theta0, b.support, 1e4), batches))
+    for one, other in zip(serial, parallel):
+        for a, b in zip(fields(one), fields(other)):
+            assert torch.equal(a, b)
