@@ -216,3 +216,321 @@ def test_no_compiler_falls_back_with_the_reason(monkeypatch):
         assert population.last_path() == ("torch", "native kernel unavailable: no C compiler (gcc or cc) on PATH")
     finally:
         native.reset()
+
+
+# --- Adversarial inputs: every pointer, stride and size the kernel is handed -------------------------
+
+
+def test_unchecked_support_out_of_range_never_reaches_the_kernel():
+    """The unchecked entry points (check=False, the factored step) must not let the kernel index
+    the weights outside [0, d): the torch path takes the call (and refuses it)."""
+    inst = random_instances(3, 64, 5, seed=1)
+    for bad in (10**9, 64, -1):
+        support = inst.support.clone()
+        support[1, 0] = bad
+        with pytest.raises((RuntimeError, IndexError)):
+            population.one_step_and_limit(inst.V, inst.theta0, support, 1e3, check=False)
+        assert population.last_path() == ("torch", "a support position outside [0, d) or with i* == j*")
+    nested = nested_instances(2, 64, 4, seed=2)
+    b = at_m(nested, 4)
+    support = b.support.clone()
+    support[0, 1] = 10**9
+    with pytest.raises((RuntimeError, IndexError)):
+        population.one_step_and_limit_factored(b.Z, b.scale, b.theta0, support, 1e3)
+    assert population.last_path().path == "torch"
+
+
+def test_unchecked_equal_support_positions_match_the_torch_path(monkeypatch):
+    inst = random_instances(4, 64, 5, seed=1)
+    support = inst.support.clone()
+    support[:, 1] = support[:, 0]
+    fast = population.one_step_and_limit(inst.V, inst.theta0, support, 1e3, check=False)
+    assert population.last_path() == ("torch", "a support position outside [0, d) or with i* == j*")
+    monkeypatch.setenv("SXOR_NATIVE", "0")
+    slow = population.one_step_and_limit(inst.V, inst.theta0, support, 1e3, check=False)
+    for a, b in zip(fields(fast), fields(slow)):
+        assert torch.equal(a, b)
+
+
+def test_unchecked_short_query_is_not_broadcast_by_the_kernel():
+    inst = random_instances(4, 64, 5, seed=1)
+    with pytest.raises(RuntimeError):
+        population.one_step_and_limit(inst.V, inst.theta0[:, :1], inst.support, 1e3, check=False)
+    assert population.last_path() == ("torch", "the queries, support or scale do not match the embeddings' d and m")
+
+
+@pytest.mark.parametrize("limit", [False, True])
+def test_an_empty_batch(monkeypatch, limit):
+    inst = random_instances(3, 64, 5, seed=1)
+    fn = population.one_step_and_limit if limit else sxor.one_step
+    fast, slow = both_paths(monkeypatch, lambda: fn(inst.V[:0], inst.theta0[:0], inst.support[:0], 1e3))
+    assert fast.theta.shape == (0, 5) if not limit else fast.step.theta.shape == (0, 5)
+    assert_same(fast, slow, torch.float64)
+
+
+@pytest.mark.parametrize("layout", ["md", "dm"])
+def test_views_that_start_mid_storage(monkeypatch, layout):
+    inst = random_instances(4, 64, 5, seed=1)
+    base = inst.V if layout == "md" else inst.V.contiguous()
+    big = torch.cat([base, base.flip(0)], 0)  # the same layout, twice the batch
+    if layout == "md":
+        big = torch.cat([base.transpose(-1, -2), base.flip(0).transpose(-1, -2)], 0).transpose(-1, -2)
+    V = big[3:7]
+    assert V.storage_offset() > 0 and (V.stride(-2) == 1) == (layout == "md")
+    theta0 = torch.cat([inst.theta0, inst.theta0])[3:7]
+    support = torch.cat([inst.support, inst.support])[3:7]
+    fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit(V, theta0, support, 1e3))
+    assert_same(fast, slow, torch.float64)
+
+
+def test_expanded_embeddings_with_zero_strides(monkeypatch):
+    inst = random_instances(4, 64, 5, seed=1)
+    dm = inst.V.contiguous()
+    batch = dm[:1].expand(4, 64, 5)  # stride 0 along the batch
+    assert batch.stride(0) == 0
+    assert_same(*both_paths(monkeypatch, lambda: population.one_step_and_limit(batch, inst.theta0, inst.support, 1e3)),
+                torch.float64)
+    rows = dm[:, :1].expand(4, 64, 5)  # stride 0 along d: every score equal
+    assert rows.stride(-2) == 0
+    assert_same(*both_paths(monkeypatch, lambda: sxor.one_step(rows, inst.theta0, inst.support, 1e3)), torch.float64)
+    # The limit's argmax is a d-way tie; the kernel computes every score in one order, so the tie
+    # goes to the first index (torch.argmax's rule), where the torch path's products may differ
+    # in the last bit from row to row.
+    tied = population.one_step_and_limit(rows, inst.theta0, inst.support, 1e3)
+    assert population.last_path().path == "native"
+    assert torch.equal(tied.head, torch.zeros(4, dtype=torch.int64))
+    assert torch.equal(tied.head_tilde, torch.zeros(4, dtype=torch.int64))
+    cols = dm[..., :1].contiguous().expand(4, 64, 5)  # stride 0 along m, 1 along d ([m, d] branch)
+    assert cols.stride(-1) == 0 and cols.stride(-2) == 1
+    assert_same(*both_paths(monkeypatch, lambda: sxor.one_step(cols, inst.theta0, inst.support, 1e3)), torch.float64)
+
+
+def test_all_equal_scores_and_a_zero_query(monkeypatch):
+    inst = random_instances(4, 64, 5, seed=1)
+    zero = torch.zeros_like(inst.theta0)
+    fast, slow = both_paths(monkeypatch, lambda: sxor.one_step(inst.V, zero, inst.support, 1e3))
+    assert_same(fast, slow, torch.float64)
+
+
+@pytest.mark.parametrize("eta", ["per-instance", "one-element", 0.0, 1e12])
+def test_step_sizes(monkeypatch, eta):
+    inst = random_instances(4, 256, 6, seed=5)
+    eta = {"per-instance": torch.tensor([0.0, 1.0, 1e6, 1e12], dtype=torch.float64),
+           "one-element": torch.tensor([7e3], dtype=torch.float64)}.get(eta, eta)
+    for fn in (sxor.one_step, population.one_step_and_limit):
+        fast, slow = both_paths(monkeypatch, lambda: fn(inst.V, inst.theta0, inst.support, eta))
+        assert_same(fast, slow, torch.float64)
+        assert all(bool(torch.isfinite(t).all()) for t in fields(fast) if t.is_floating_point())
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
+def test_support_dtypes(monkeypatch, dtype):
+    inst = random_instances(4, 64, 5, seed=1)
+    support = inst.support.to(dtype)
+    fast, slow = both_paths(monkeypatch, lambda: sxor.one_step(inst.V, inst.theta0, support, 1e3))
+    assert_same(fast, slow, torch.float64)
+    assert_same(fast, sxor.one_step(inst.V, inst.theta0, inst.support, 1e3), torch.float64)
+
+
+def test_mixed_dtypes_are_refused_not_converted():
+    inst = random_instances(2, 64, 5, seed=1)
+    with pytest.raises(ValueError, match="theta0"):
+        sxor.one_step(inst.V.float(), inst.theta0, inst.support, 1e3)
+    with pytest.raises(TypeError, match="support"):
+        sxor.one_step(inst.V, inst.theta0, inst.support.double(), 1e3)
+
+
+def test_more_threads_than_instances():
+    inst = random_instances(2, 300, 5, seed=1)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e4)
+        torch.set_num_threads(8)
+        many = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e4)
+        assert population.last_path().path == "native" and "2 threads" in population.last_path().reason
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(fields(one), fields(many)):
+        assert torch.equal(a, b)
+
+
+def test_misaligned_embeddings_take_the_torch_path(monkeypatch):
+    inst = random_instances(2, 32, 4, seed=1)
+    raw = bytearray(inst.V.numel() * 8 + 8)
+    try:
+        V = torch.frombuffer(raw, dtype=torch.float64, offset=4, count=inst.V.numel()).view(inst.V.shape)
+    except (RuntimeError, ValueError):
+        pytest.skip("this torch refuses unaligned buffers")
+    V.copy_(inst.V)
+    if V.data_ptr() % 8 == 0:
+        pytest.skip("the buffer came out aligned")
+    fast = sxor.one_step(V, inst.theta0, inst.support, 1e3)
+    assert population.last_path() == ("torch", "embeddings, queries or scale not aligned to their element size")
+    assert_same(fast, sxor.one_step(inst.V, inst.theta0, inst.support, 1e3), torch.float64)
+
+
+@pytest.mark.parametrize("layout", ["md", "dm"])
+def test_against_the_enumerated_reference(layout):
+    """theta1 = theta0 - eta dL/dtheta with L summed over all 2^d inputs (autograd), and the loss
+    after the step, both from sxor.xor.reference (d = 10)."""
+    from sxor.xor import reference
+
+    inst = random_instances(3, 10, 3, seed=7)
+    V = inst.V if layout == "md" else inst.V.contiguous()
+    eta = 30.0
+    fast = sxor.one_step(V, inst.theta0, inst.support, eta)
+    assert population.last_path().path == "native"
+    loss = lambda a, b: reference.enumerated_loss(V, a, b, inst.support)  # noqa: E731
+    grad, grad_tilde = reference.autograd_grad(loss, inst.theta0, -inst.theta0)
+    torch.testing.assert_close(fast.theta, inst.theta0 - eta * grad, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(fast.theta_tilde, -inst.theta0 - eta * grad_tilde, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(fast.loss, loss(fast.theta, fast.theta_tilde), rtol=1e-10, atol=1e-12)
+
+
+# --- The compile cache -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("SXOR_NATIVE_CACHE", str(tmp_path))
+    native.reset()
+    yield tmp_path / "sxor" / "native"
+    native.reset()
+
+
+@pytest.mark.parametrize("content", ["garbage", "foreign library"])
+def test_a_corrupt_or_foreign_cached_library_is_built_again(fresh_cache, content):
+    import _ctypes
+
+    target = fresh_cache / f"one_step-{native.cache_key(native._compiler())}.so"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"\x7fELF not really" if content == "garbage" else Path(_ctypes.__file__).read_bytes())
+    assert native.library() is not None, native.unavailable_reason()
+    inst = random_instances(2, 32, 3, seed=0)
+    sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
+    assert population.last_path().path == "native"
+    assert [p.name for p in fresh_cache.iterdir()] == [target.name]
+
+
+def test_an_unwritable_cache_falls_back_with_the_reason(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("SXOR_NATIVE_CACHE", str(blocker))  # a directory cannot be made under a file
+    native.reset()
+    try:
+        inst = random_instances(2, 32, 3, seed=0)
+        out = sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
+        path = population.last_path()
+        assert path.path == "torch" and path.reason.startswith("native kernel unavailable:") and "a-file" in path.reason
+        assert bool(torch.isfinite(out.loss).all())
+    finally:
+        native.reset()
+
+
+def test_a_missing_cc_is_reported_not_replaced(monkeypatch, tmp_path):
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    native.reset()
+    try:
+        inst = random_instances(2, 32, 3, seed=0)
+        sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
+        path = population.last_path()
+        assert path.path == "torch" and "CC=" in path.reason and "no-such-cc" in path.reason
+    finally:
+        native.reset()
+
+
+@pytest.mark.parametrize("value", ["0", "off", "False"])
+def test_sxor_native_off_values(monkeypatch, value):
+    monkeypatch.setenv("SXOR_NATIVE", value)
+    inst = random_instances(2, 32, 3, seed=0)
+    sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
+    assert population.last_path() == ("torch", f"disabled by SXOR_NATIVE={value}")
+
+
+def test_two_processes_compiling_at_once(tmp_path):
+    import os
+    import subprocess
+
+    code = ("from sxor.xor import native, population; from sxor.xor.sweeps import random_instances; import sxor\n"
+            "i = random_instances(2, 32, 3, seed=0); sxor.one_step(i.V, i.theta0, i.support, 10.0)\n"
+            "print(population.last_path().path)")
+    env = {**os.environ, "SXOR_NATIVE_CACHE": str(tmp_path), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    env.pop("SXOR_NATIVE", None)
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert [o.strip() for o, _ in outs] == ["native", "native"], outs
+    built = list((tmp_path / "sxor" / "native").iterdir())
+    assert len(built) == 1 and built[0].suffix == ".so"  # no temporary file left behind
+
+
+def test_factored_step_without_a_scale(monkeypatch):
+    """``scale=None``: ``Z`` is still ``V^T [..., m, d]`` (the kernel once read it as ``[d, m]``, out
+    of bounds when d > m)."""
+    nested = nested_instances(3, 700, 9, seed=2)
+    b = at_m(nested, 4)
+    Z = b.Z * b.scale.unsqueeze(-2)  # V^T with the rows' scale applied
+    fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit_factored(
+        Z, None, b.theta0, b.support, 5e4))
+    assert fast.step.attention.shape == (3, 700)
+    assert_same(fast, slow, torch.float64)
+    assert_same(fast, population.one_step_and_limit_factored(b.Z, b.scale, b.theta0, b.support, 5e4), torch.float64)
+
+
+def test_unchecked_scalar_query_or_support_is_not_broadcast_by_the_kernel():
+    inst = random_instances(2, 64, 5, seed=1)
+    with pytest.raises((RuntimeError, IndexError)):
+        population.one_step_and_limit(inst.V, inst.theta0[0, 0], inst.support, 1e3, check=False)
+    assert population.last_path().path == "torch"
+    with pytest.raises((RuntimeError, IndexError)):
+        population.one_step_and_limit(inst.V, inst.theta0, inst.support[0, 0], 1e3, check=False)
+    assert population.last_path().path == "torch"
+
+
+def test_lazily_negated_views_are_not_read_as_their_stored_values(monkeypatch):
+    """torch._neg_view keeps the un-negated values in memory with a flag: the kernel must not read
+    them raw (it once returned the step of -V or -theta0 silently)."""
+    inst = random_instances(3, 64, 5, seed=1)
+    expected = sxor.one_step(inst.V, inst.theta0, inst.support, 1e3)
+    V = torch._neg_view(-inst.V)
+    assert V.is_neg()
+    assert_same(sxor.one_step(V, inst.theta0, inst.support, 1e3), expected, torch.float64)
+    assert population.last_path() == ("torch", "embeddings with a lazy negation (the kernel reads the stored values)")
+    theta0 = torch._neg_view(-inst.theta0)
+    assert_same(sxor.one_step(inst.V, theta0, inst.support, 1e3), expected, torch.float64)
+    assert population.last_path().path == "native"
+    eta = torch._neg_view(torch.full((3,), -1e3, dtype=torch.float64))
+    assert_same(sxor.one_step(inst.V, inst.theta0, inst.support, eta), expected, torch.float64)
+    assert population.last_path().path == "native"
+
+
+def test_an_unexpected_failure_while_building_falls_back_with_the_reason(monkeypatch):
+    def boom(cc):
+        raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+
+    monkeypatch.setattr(native, "cache_key", boom)
+    native.reset()
+    try:
+        inst = random_instances(2, 32, 3, seed=0)
+        sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
+        path = population.last_path()
+        assert path.path == "torch" and path.reason.startswith("native kernel unavailable: UnicodeDecodeError")
+    finally:
+        native.reset()
+
+
+def test_concurrent_calls_from_python_threads():
+    """ctypes releases the GIL: calls from several Python threads run the kernel at once, each on
+    its own outputs and workspaces."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [random_instances(5, 500 + 37 * k, 6, seed=k) for k in range(6)]
+    serial = [population.one_step_and_limit(b.V, b.theta0, b.support, 1e4) for b in batches]
+    assert population.last_path().path == "native"
+    with ThreadPoolExecutor(3) as pool:
+        parallel = list(pool.map(lambda b: population.one_step_and_limit(b.V, b.theta0, b.support, 1e4), batches))
+    for one, other in zip(serial, parallel):
+        for a, b in zip(fields(one), fields(other)):
+            assert torch.equal(a, b)

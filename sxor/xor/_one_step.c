@@ -370,8 +370,11 @@ int64_t sxor_one_step_##SUF(int64_t B, int64_t d, int64_t m, const T *X, int64_t
     if (n > MAX_THREADS) n = MAX_THREADS;                                                               \
     pthread_t tid[MAX_THREADS];                                                                         \
     int started = 0;                                                                                    \
+    pthread_attr_t attr; /* a stack of its own size: the blocks of scores take 4 CHUNK elements */      \
+    int have_attr = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, 1 << 21) == 0;   \
     for (int t = 1; t < n; t++)                                                                         \
-        if (pthread_create(&tid[started], 0, worker_##SUF, &J) == 0) started++;                         \
+        if (pthread_create(&tid[started], have_attr ? &attr : 0, worker_##SUF, &J) == 0) started++;     \
+    if (have_attr) pthread_attr_destroy(&attr);                                                         \
     worker_##SUF(&J); /* the calling thread works too */                                                \
     for (int t = 0; t < started; t++) pthread_join(tid[t], 0);                                          \
     return J.next < B ? -1 : J.nbad; /* -1: no thread could allocate its workspace */                                                    \

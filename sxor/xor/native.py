@@ -7,9 +7,11 @@ draw it, or ``[..., d, m]``). It is compiled on first use with the system C comp
 (``gcc -O3 -march=native -fopenmp-simd``: OpenMP's ``simd`` pragmas vectorise the reductions, no
 OpenMP runtime is linked, and never ``-ffast-math``) into a per-user cache keyed by the source, the compiler's version and the CPU's
 flags, so a different machine or compiler compiles its own copy; the library is written to a
-temporary name and renamed, so concurrent first uses never load a half-written file.
+temporary name and renamed, so concurrent first uses never load a half-written file; a cached
+file that does not load (truncated, foreign, stale) is built again.
 
-When no compiler is found, compilation fails, or ``SXOR_NATIVE=0`` is set, :func:`library`
+When no compiler is found (or ``$CC`` names none), the cache cannot be written, compilation
+fails, or ``SXOR_NATIVE=0`` (or ``false``, ``no``, ``off``) is set, :func:`library`
 returns ``None`` with the reason in :func:`unavailable_reason`, and the callers use the torch
 path (same results to rounding).
 """
@@ -31,6 +33,8 @@ SOURCE = Path(__file__).with_name("_one_step.c")
 FLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-pthread", "-fPIC", "-shared", "-std=gnu99", "-fno-math-errno"]
 
 _state: dict = {}
+#: Values of ``SXOR_NATIVE`` that switch the kernel off.
+_OFF = ("0", "false", "no", "off")
 
 
 def _cache_dir() -> Path:
@@ -39,8 +43,16 @@ def _cache_dir() -> Path:
 
 
 def _compiler() -> str | None:
-    for name in (os.environ.get("CC"), "gcc", "cc"):
-        if name and shutil.which(name):
+    """The C compiler: ``$CC`` when set (one program, found on ``PATH`` or by its path; anything
+    else raises RuntimeError rather than silently compiling with another one), else gcc or cc."""
+    cc = os.environ.get("CC", "").strip()
+    if cc:
+        found = shutil.which(cc)
+        if found is None:
+            raise RuntimeError(f"CC={cc!r} is not an executable compiler (a single program, on PATH or by path)")
+        return found
+    for name in ("gcc", "cc"):
+        if shutil.which(name):
             return shutil.which(name)
     return None
 
@@ -57,7 +69,7 @@ def _cpu_flags() -> str:
 
 def cache_key(cc: str) -> str:
     """Hash of the kernel's source, the flags, the compiler's version and the CPU's flags."""
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=60).stdout
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace", timeout=60).stdout
     h = hashlib.sha256()
     for part in (SOURCE.read_bytes(), " ".join(FLAGS).encode(), version.encode(), _cpu_flags().encode(),
                  platform.machine().encode()):
@@ -73,20 +85,37 @@ def _compile() -> ctypes.CDLL:
     if not SOURCE.exists():
         raise RuntimeError(f"kernel source {SOURCE.name} not installed")
     target = _cache_dir() / f"one_step-{cache_key(cc)}.so"
-    if not target.exists():
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
-        os.close(fd)
+    if target.exists():
         try:
-            proc = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True,
-                                  timeout=300)
-            if proc.returncode != 0:
-                raise RuntimeError(f"compilation failed: {proc.stderr.strip()[:500]}")
-            os.replace(tmp, target)  # atomic: a concurrent loader sees no file or the whole file
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    lib = ctypes.CDLL(str(target))
+            return _load(str(target))
+        except (OSError, AttributeError) as err:  # a stale, truncated or foreign file: build it again
+            stale = f"{target.name} in the cache could not be loaded ({err}); "
+    else:
+        stale = ""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        proc = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True,
+                              errors="replace", timeout=300)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{stale}compilation failed: {proc.stderr.strip()[:500]}")
+        os.chmod(tmp, 0o755)  # mkstemp makes it 0600
+        os.replace(tmp, target)  # atomic: a concurrent loader sees no file or the whole file
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    # After a rebuild, load through a path spelled differently: the dynamic loader would otherwise
+    # hand back a library it already mapped under the old file's name.
+    try:
+        return _load(os.path.join(str(target.parent), ".", target.name) if stale else str(target))
+    except (OSError, AttributeError) as err:
+        raise RuntimeError(f"{stale}the freshly built {target.name} could not be loaded ({err})") from None
+
+
+def _load(path: str) -> ctypes.CDLL:
+    """Load the library at ``path`` and declare its two entry points (AttributeError if absent)."""
+    lib = ctypes.CDLL(path)
     i64, p, c_int = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
     for name in ("sxor_one_step_f64", "sxor_one_step_f32"):
         fn = getattr(lib, name)
@@ -99,8 +128,8 @@ def _compile() -> ctypes.CDLL:
 def library() -> ctypes.CDLL | None:
     """The compiled kernel, compiling it on first use; ``None`` if unavailable (see
     :func:`unavailable_reason`). The outcome is remembered for the process."""
-    if os.environ.get("SXOR_NATIVE", "1") == "0":  # read at every call, so tests can switch it
-        _state["off"] = True
+    if os.environ.get("SXOR_NATIVE", "1").strip().lower() in _OFF:  # read at every call (tests switch it)
+        _state["off"] = os.environ["SXOR_NATIVE"].strip()
         return None
     _state.pop("off", None)
     if "lib" not in _state:
@@ -108,12 +137,14 @@ def library() -> ctypes.CDLL | None:
             _state["lib"], _state["why"] = _compile(), None
         except (OSError, RuntimeError, subprocess.SubprocessError) as err:
             _state["lib"], _state["why"] = None, f"native kernel unavailable: {err}"
+        except Exception as err:  # noqa: BLE001 - whatever went wrong, fall back and say what
+            _state["lib"], _state["why"] = None, f"native kernel unavailable: {type(err).__name__}: {err}"
     return _state["lib"]
 
 
 def unavailable_reason() -> str | None:
     """Why :func:`library` returned ``None`` (``None`` when it is loaded or not yet tried)."""
-    return "disabled by SXOR_NATIVE=0" if _state.get("off") else _state.get("why")
+    return f"disabled by SXOR_NATIVE={_state['off']}" if _state.get("off") else _state.get("why")
 
 
 def reset() -> None:

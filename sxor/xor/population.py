@@ -41,7 +41,7 @@ def _pair(w: torch.Tensor, support: torch.Tensor) -> tuple[torch.Tensor, torch.T
     """``(w_a, w_b)`` at the support ``(a, b) = (i*, j*)``, broadcasting the batch shapes."""
     shape = batch_shape(w.shape[:-1], support.shape[:-1])
     w = w.expand(*shape, w.shape[-1])
-    picked = w.gather(-1, support.to(w.device).expand(*shape, 2))
+    picked = w.gather(-1, support.to(w.device, torch.int64).expand(*shape, 2))
     return picked[..., 0], picked[..., 1]
 
 
@@ -72,7 +72,7 @@ def grad_from_weights(
     support = _check_weights_and_support(g, h, support)
     shape = batch_shape(g.shape[:-1], h.shape[:-1], support.shape[:-1])
     g, h = g.expand(*shape, g.shape[-1]), h.expand(*shape, h.shape[-1])
-    support = support.to(g.device).expand(*shape, 2)
+    support = support.to(g.device, torch.int64).expand(*shape, 2)  # gather takes int64
     gg, hh = (g * g).sum(-1, keepdim=True), (h * h).sum(-1, keepdim=True)
     gh = (g * h).sum(-1, keepdim=True)
     du_g = hh * g + 2 * gh * h - 2 * g * h * h
@@ -239,6 +239,8 @@ def _cache_blocks(V, theta0, support, eta):
     if V.device.type != "cpu" or V.dim() != 3 or theta0.dim() != 2 or support.dim() != 2 or eta.dim() > 1:
         return None
     B = V.shape[0]
+    if B == 0 or V[0].numel() == 0:
+        return None
     if theta0.shape[0] != B or support.shape[0] != B or (eta.dim() == 1 and eta.shape[0] != B):
         return None
     per = max(1, _CACHE_BYTES // (V[0].numel() * V.element_size()))
@@ -287,7 +289,7 @@ def _gram_and_pair(W: torch.Tensor, support: torch.Tensor):
     support indices ``[..., 2, 2]`` (the same pair for both rows)."""
     shape = batch_shape(W.shape[:-2], support.shape[:-1])
     W = W.expand(*shape, *W.shape[-2:])
-    sup = support.to(W.device).unsqueeze(-2).expand(*shape, 2, 2)
+    sup = support.to(W.device, torch.int64).unsqueeze(-2).expand(*shape, 2, 2)  # any integer dtype
     return W, W @ W.transpose(-1, -2), W[..., 0, :] * W[..., 1, :], sup
 
 
@@ -388,11 +390,12 @@ def _set_path(path: str, reason: str) -> None:
 
 
 def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=None, check_rows: bool,
-                 limit: bool):
+                 limit: bool, transposed: bool = False):
     """One step through the native kernel, or ``None`` (with the reason recorded) when it does not
     apply. ``X`` holds the embeddings of a batch ``[B, ...]`` or one instance, with entry ``(i, j)``
     of ``V`` (row ``i < d``, column ``j < m``) at element offset ``i * sd + j * sm`` of each instance
-    (times ``scale [.., d]`` when given); one of ``sd``, ``sm`` must be 1."""
+    (times ``scale [.., d]`` when given); one of ``sd``, ``sm`` must be 1. ``transposed``: ``X`` is
+    ``V^T [..., m, d]`` (the factored step's ``Z``, with or without ``scale``)."""
     from . import native
 
     reason = None
@@ -402,6 +405,10 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         reason = f"device {X.device.type} (the kernel runs on the CPU)"
     elif X.dtype not in (torch.float32, torch.float64):
         reason = f"dtype {X.dtype}"
+    elif X.layout != torch.strided:
+        reason = f"layout {X.layout} (the kernel reads dense strided memory)"
+    elif X.is_neg() or X.is_conj():
+        reason = "embeddings with a lazy negation (the kernel reads the stored values)"
     elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (X, theta0, eta, scale)):
         reason = "an autograd graph is being recorded"
     elif X.dim() not in (2, 3):
@@ -418,20 +425,36 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     single = X.dim() == 2
     Xb = X.unsqueeze(0) if single else X
     B = Xb.shape[0]
-    d, m = (Xb.shape[-1], Xb.shape[-2]) if scale is not None else (Xb.shape[-2], Xb.shape[-1])
+    d, m = (Xb.shape[-1], Xb.shape[-2]) if transposed else (Xb.shape[-2], Xb.shape[-1])
     dtype = X.dtype
     if single and (theta0.dim() > 1 or support.dim() > 1 or eta.dim() > 0 or (scale is not None and scale.dim() > 1)):
         th = None
     else:
         try:
-            th = theta0.to(dtype).expand(B, m).contiguous()
-            sup = support.to(torch.int64).expand(B, 2).contiguous()
-            et = eta.to(dtype).expand(B).contiguous()
-            sc = None if scale is None else scale.to(dtype).expand(B, d).contiguous()
+            # resolve_neg: a lazily negated view (torch._neg_view) stores the un-negated values
+            th = theta0.to(dtype).expand(B, m).resolve_neg().contiguous()
+            sup = support.to(torch.int64).expand(B, 2).resolve_neg().contiguous()
+            et = eta.to(dtype).expand(B).resolve_neg().contiguous()
+            sc = None if scale is None else scale.to(dtype).expand(B, d).resolve_neg().contiguous()
         except RuntimeError:
             th = None
     if th is None:
         _set_path("torch", "the queries, support or eta carry batch dimensions that V does not")
+        return None
+    # The kernel indexes the weights at the support and reads m query coordinates per instance:
+    # anything the unchecked entry points let through that would read or write out of bounds (or
+    # that the torch path broadcasts differently, or refuses) goes to the torch path.
+    if (theta0.dim() == 0 or theta0.shape[-1] != m or support.dim() == 0 or support.shape[-1] != 2
+            or (scale is not None and (scale.dim() == 0 or scale.shape[-1] not in (1, d)))):
+        reason = "the queries, support or scale do not match the embeddings' d and m"
+    elif support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
+        reason = f"support of dtype {support.dtype} (the kernel takes integer positions)"
+    elif B and bool(((sup < 0) | (sup >= d)).any() or (sup[:, 0] == sup[:, 1]).any()):
+        reason = "a support position outside [0, d) or with i* == j*"
+    elif any(t.data_ptr() % t.element_size() for t in (Xb, th, et) + (() if sc is None else (sc,))):
+        reason = "embeddings, queries or scale not aligned to their element size"
+    if reason is not None:
+        _set_path("torch", reason)
         return None
     theta1, theta1t = torch.empty(B, m, dtype=dtype), torch.empty(B, m, dtype=dtype)
     loss, g1, h1 = torch.empty(B, dtype=dtype), torch.empty(B, d, dtype=dtype), torch.empty(B, d, dtype=dtype)
@@ -446,7 +469,8 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     if nbad > 0 and check_rows:
         _set_path("torch", "a score of the first pass was not finite (the torch path checks V)")
         return None
-    _set_path("native", f"fused C kernel, {torch.get_num_threads()} threads, "
+    threads = max(1, min(torch.get_num_threads(), B, 256))  # as the kernel caps them (MAX_THREADS)
+    _set_path("native", f"fused C kernel, {threads} threads, "
                         f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}")
     if single:
         theta1, theta1t, loss, g1, h1, head, headt = (t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt))
@@ -456,6 +480,9 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
 
 def _native_or_none(V, theta0, support, eta, kind, *, check_rows, limit):
     """:func:`_native_step` for embeddings ``V [..., d, m]`` in any layout."""
+    if V.layout != torch.strided:
+        _set_path("torch", f"layout {V.layout} (the kernel reads dense strided memory)")
+        return None
     return _native_step(V, V.stride(-2), V.stride(-1), theta0, support, eta, kind, check_rows=check_rows,
                         limit=limit)
 
@@ -521,10 +548,14 @@ def one_step_and_limit_factored(
 ) -> StepAndLimit:
     """:func:`one_step_and_limit` for embeddings given as ``V = diag(scale) Z^T`` with
     ``Z [..., m, d]`` and ``scale [..., d]`` (:class:`sxor.xor.sweeps.ScaledInstances`), without
-    input checks: the sweeps draw these instances themselves and never materialise ``V``."""
+    input checks: the sweeps draw these instances themselves and never materialise ``V``. With
+    ``scale=None``, ``V = Z^T``."""
     eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
-    out = _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind, scale=scale, check_rows=False,
-                       limit=True)
+    strided = Z.layout == torch.strided
+    out = None if not strided else _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind,
+                                                scale=scale, check_rows=False, limit=True, transposed=True)
+    if not strided:
+        _set_path("torch", f"layout {Z.layout} (the kernel reads dense strided memory)")
     if out is not None:
         return out
     return _one_step(Z, theta0, support, eta, kind, scale=scale, limit=True)
