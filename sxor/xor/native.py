@@ -28,8 +28,9 @@ import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("_one_step.c")
-#: Compiler flags. No -ffast-math: IEEE semantics (inf * 0 = nan flags a non-finite V, NaN
-#: propagates), with the reductions vectorised by ``omp simd reduction`` pragmas instead.
+#: Compiler flags, without ``-ffast-math`` so that IEEE semantics hold (``inf * 0 = nan`` flags a
+#: non-finite V, and a NaN propagates); the reductions are vectorised by ``omp simd reduction``
+#: pragmas instead.
 FLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-pthread", "-fPIC", "-shared", "-std=gnu99", "-fno-math-errno"]
 
 _state: dict = {}

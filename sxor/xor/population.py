@@ -372,7 +372,7 @@ class StepPath(NamedTuple):
     """Which implementation the last one-step call took (:func:`last_path`)."""
 
     path: str  #: ``"native"`` (the fused C kernel of :mod:`sxor.xor.native`) or ``"torch"``
-    reason: str  #: why: the kernel's conditions, or the first one that failed
+    reason: str  #: why it took that path (the kernel's conditions, or the first one that failed)
 
 
 _LAST_PATH = StepPath("none", "no one-step call yet")
