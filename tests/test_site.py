@@ -494,3 +494,11 @@ def test_the_website_renders_no_widget_and_loads_no_widget_script():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
     assert config["nb_ipywidgets_js"] == {}, "myst-nb would load require.js and the widget manager from CDNs"
     assert ["*", WIDGET_MIME, None] in config["nb_mime_priority_overrides"]
+
+
+def test_equation_width_estimate_accepts_a_backslash_before_a_newline_or_at_the_end():
+    tex_width_em = site_check().tex_width_em
+    # "\<newline>" is a control space in TeX; a lone trailing backslash must not crash the check
+    assert tex_width_em("a\\\nb") > tex_width_em("a")
+    assert tex_width_em("a\\") >= tex_width_em("a")
+    assert tex_width_em("\\frac{a}{\\") > 0

@@ -187,7 +187,9 @@ def _group(tex: str, start: int) -> tuple[str, int]:
                 return tex[start + 1:i], i + 1
         return tex[start + 1:], len(tex)
     if tex[start] == "\\":
-        match = re.match(r"\\([a-zA-Z]+|.)", tex[start:])
+        match = re.match(r"\\([a-zA-Z]+|.)", tex[start:], re.S)
+        if match is None:  # a lone backslash at the end
+            return "\\", start + 1
         return match.group(0), start + len(match.group(0))
     return tex[start], start + 1
 
@@ -204,7 +206,10 @@ def _line_width(tex: str) -> float:
     while i < len(tex):
         ch = tex[i]
         if ch == "\\":
-            match = re.match(r"\\([a-zA-Z]+|.)", tex[i:])
+            match = re.match(r"\\([a-zA-Z]+|.)", tex[i:], re.S)  # a backslash may precede a newline
+            if match is None:  # a lone backslash at the end
+                i += 1
+                continue
             name = match.group(1)
             i += len(match.group(0))
             if name in ("frac", "dfrac", "tfrac", "binom", "tbinom", "dbinom"):
