@@ -125,17 +125,23 @@ def test_native_step_equals_the_benchmark_reference():
         assert bench.max_relative_difference(fast, ref) < 1e-10
 
 
-def test_threads_do_not_change_the_result():
-    inst = random_instances(7, 2000, 10, seed=8)
+def _step_on_one_and_on(threads: int, inst, eta):
+    """``one_step_and_limit`` on 1 thread and on ``threads``, with the path of the second call;
+    torch's thread count is restored afterwards."""
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        one = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e5)
-        torch.set_num_threads(3)
-        three = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e5)
-        assert "3 threads" in population.last_path().reason
+        one = population.one_step_and_limit(inst.V, inst.theta0, inst.support, eta)
+        torch.set_num_threads(threads)
+        many = population.one_step_and_limit(inst.V, inst.theta0, inst.support, eta)
+        return one, many, population.last_path()
     finally:
         torch.set_num_threads(before)
+
+
+def test_threads_do_not_change_the_result():
+    one, three, path = _step_on_one_and_on(3, random_instances(7, 2000, 10, seed=8), 1e5)
+    assert "3 threads" in path.reason
     for a, b in zip(fields(one), fields(three)):
         assert torch.equal(a, b)  # each instance is computed by one thread, in one order
 
@@ -341,16 +347,8 @@ def test_mixed_dtypes_are_refused_not_converted():
 
 
 def test_more_threads_than_instances():
-    inst = random_instances(2, 300, 5, seed=1)
-    before = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e4)
-        torch.set_num_threads(8)
-        many = population.one_step_and_limit(inst.V, inst.theta0, inst.support, 1e4)
-        assert population.last_path().path == "native" and "2 threads" in population.last_path().reason
-    finally:
-        torch.set_num_threads(before)
+    one, many, path = _step_on_one_and_on(8, random_instances(2, 300, 5, seed=1), 1e4)
+    assert path.path == "native" and "2 threads" in path.reason
     for a, b in zip(fields(one), fields(many)):
         assert torch.equal(a, b)
 
