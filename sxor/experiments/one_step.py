@@ -60,7 +60,7 @@ GRID_SIZES = {
             2**18: _grid_ms(28, 44),
             2**20: _grid_ms(32, 46),
         },
-        "seeds": {**{2**k: 1000 for k in range(6, 15)}, 2**16: 400, 2**18: 200, 2**20: 200},
+        "seeds": {**{2**k: 1000 for k in range(6, 15)}, 2**16: 1000, 2**18: 1000, 2**20: 200},
     },
 }
 
@@ -143,8 +143,10 @@ def grid_block(d: int, ms: list[int], start: int, stop: int, device: str = "cpu"
     with ``k`` whatever the block, so blocks concatenate to one run. A top-level function, so
     that worker processes can run blocks at once."""
     wall, cpu = time.perf_counter(), time.process_time()
+    # at least one instance per torch thread in a chunk, so that the draws run on every thread
+    budget = max(1e9, torch.get_num_threads() * 2 * d * GRID_M_MAX[d] * 8)
     outs = sweep_m(grid_measure(analysis.grid_eta(d)), stop - start, d, list(ms), m_max=GRID_M_MAX[d], seed=start,
-                   device=device, desc=f"grid d={d} seeds {start}..{stop - 1}")
+                   device=device, budget_bytes=budget, desc=f"grid d={d} seeds {start}..{stop - 1}")
     return {"d": d, "start": start, "stop": stop, "ms": list(ms),
             "out": {str(m): {k: v.tolist() for k, v in outs[m].items()} for m in ms},
             "seconds": round(time.perf_counter() - wall, 1), "cpu_seconds": round(time.process_time() - cpu, 1)}
