@@ -505,7 +505,7 @@ def test_lazily_negated_views_are_not_read_as_their_stored_values(monkeypatch):
 
 
 def test_an_unexpected_failure_while_building_falls_back_with_the_reason(monkeypatch):
-    def boom(cc):
+    def boom(cc, flags=None):
         raise UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
 
     monkeypatch.setattr(native, "cache_key", boom)
@@ -532,3 +532,52 @@ def test_concurrent_calls_from_python_threads():
     for one, other in zip(serial, parallel):
         for a, b in zip(fields(one), fields(other)):
             assert torch.equal(a, b)
+
+
+# --- Threads: OpenMP (torch's runtime) or POSIX threads ----------------------------------------------
+
+
+def _two_thread_step(inst, eta):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        return population.one_step_and_limit(inst.V, inst.theta0, inst.support, eta), population.last_path()
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs /proc/self/maps (Linux)")
+def test_the_openmp_kernel_shares_torchs_runtime():
+    """Built with OpenMP, the kernel adds no second OpenMP runtime to the process: its libgomp is
+    the one torch loaded (a second runtime would bring its own threads, competing with torch's)."""
+    native.reset()
+    assert native.library() is not None, native.unavailable_reason()
+    if native.threading() != "OpenMP":
+        pytest.skip(f"kernel built without OpenMP: {native.openmp_unavailable_reason()}")
+    _, path = _two_thread_step(random_instances(4, 600, 5, seed=3), 1e4)
+    assert path.path == "native" and "threads (OpenMP)" in path.reason
+    runtimes = {line.split()[-1] for line in open("/proc/self/maps") if "libgomp" in line}
+    assert len(runtimes) == 1, runtimes
+
+
+def test_posix_threads_build_on_request_gives_the_same_results(monkeypatch, fresh_cache):
+    inst = random_instances(6, 900, 7, seed=4)
+    openmp, _ = _two_thread_step(inst, 1e5)
+    monkeypatch.setenv("SXOR_NATIVE_OPENMP", "0")
+    native.reset()
+    assert native.library() is not None, native.unavailable_reason()
+    assert native.threading() == "POSIX threads" and native.openmp_unavailable_reason() is None
+    posix, path = _two_thread_step(inst, 1e5)
+    assert path.path == "native" and "2 threads (POSIX)" in path.reason
+    assert sum(p.name.endswith("-pthreads.so") for p in fresh_cache.iterdir()) == 1
+    for a, b in zip(fields(openmp), fields(posix)):
+        assert torch.equal(a, b)  # each instance is computed by one thread, in one order
+
+
+def test_a_failed_openmp_build_falls_back_to_posix_threads_with_the_reason(monkeypatch, fresh_cache):
+    monkeypatch.setattr(native, "FLAGS", [*native.FLAGS, "-fno-such-flag-for-sxor"])
+    assert native.library() is not None, native.unavailable_reason()
+    assert native.threading() == "POSIX threads"
+    assert "compilation failed" in native.openmp_unavailable_reason()
+    _, path = _two_thread_step(random_instances(3, 500, 4, seed=5), 1e4)
+    assert path.path == "native" and "(POSIX)" in path.reason

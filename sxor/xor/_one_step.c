@@ -60,6 +60,35 @@ static inline double exp_nonpos(double x) {
     return x != x ? x : y;
 }
 
+/* Run fn(arg) on n threads at once (fn hands out the work itself, so any number of threads that
+ * actually start finishes it): an OpenMP parallel region when compiled with -fopenmp, else n - 1
+ * POSIX threads and the calling thread. */
+static void run_workers(void *(*fn)(void *), void *arg, int n) {
+#ifdef _OPENMP
+#pragma omp parallel num_threads(n)
+    fn(arg);
+#else
+    pthread_t tid[MAX_THREADS];
+    int started = 0;
+    pthread_attr_t attr; /* a stack of its own size: the blocks of scores take 4 CHUNK elements */
+    int have_attr = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, 1 << 21) == 0;
+    for (int t = 1; t < n; t++)
+        if (pthread_create(&tid[started], have_attr ? &attr : 0, fn, arg) == 0) started++;
+    if (have_attr) pthread_attr_destroy(&attr);
+    fn(arg); /* the calling thread works too */
+    for (int t = 0; t < started; t++) pthread_join(tid[t], 0);
+#endif
+}
+
+/* 1 when the threads are OpenMP's (shared with torch's runtime), 0 when they are POSIX threads. */
+int sxor_openmp(void) {
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 #define DEFINE_STEP(T, SUF)                                                                           \
 /* Scores of nq in {1, 2, 4} queries q_k (m apart in q), s_k[i] = scale[i] sum_j X[i,j] q_k[j] (scale  \
  * optional): s_0, s_1 are written to out[0], out[1]; s_2, s_3 only enter the running argmax am[0],  \
@@ -368,15 +397,7 @@ int64_t sxor_one_step_##SUF(int64_t B, int64_t d, int64_t m, const T *X, int64_t
     int n = threads < 1 ? 1 : threads;                                                                  \
     if (n > B) n = (int)B;                                                                              \
     if (n > MAX_THREADS) n = MAX_THREADS;                                                               \
-    pthread_t tid[MAX_THREADS];                                                                         \
-    int started = 0;                                                                                    \
-    pthread_attr_t attr; /* a stack of its own size: the blocks of scores take 4 CHUNK elements */      \
-    int have_attr = pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, 1 << 21) == 0;   \
-    for (int t = 1; t < n; t++)                                                                         \
-        if (pthread_create(&tid[started], have_attr ? &attr : 0, worker_##SUF, &J) == 0) started++;     \
-    if (have_attr) pthread_attr_destroy(&attr);                                                         \
-    worker_##SUF(&J); /* the calling thread works too */                                                \
-    for (int t = 0; t < started; t++) pthread_join(tid[t], 0);                                          \
+    run_workers(worker_##SUF, &J, n);                                                                   \
     return J.next < B ? -1 : J.nbad; /* -1: no thread could allocate its workspace */                                                    \
 }
 

@@ -1,14 +1,22 @@
 """A native CPU kernel for the one step of :mod:`sxor.xor.population` (softmax heads).
 
 The kernel (``_one_step.c`` beside this file, plain C) does the three passes over ``V`` of one
-step for a whole batch in one call, parallel over instances on ``torch.get_num_threads()`` POSIX
+step for a whole batch in one call, parallel over instances on ``torch.get_num_threads()``
 threads, in the layout ``V`` is stored in (``[..., m, d]`` contiguous along ``d``, as the sweeps
 draw it, or ``[..., d, m]``). It is compiled on first use with the system C compiler
-(``gcc -O3 -march=native -fopenmp-simd``: OpenMP's ``simd`` pragmas vectorise the reductions, no
-OpenMP runtime is linked, and never ``-ffast-math``) into a per-user cache keyed by the source, the compiler's version and the CPU's
-flags, so a different machine or compiler compiles its own copy; the library is written to a
-temporary name and renamed, so concurrent first uses never load a half-written file; a cached
-file that does not load (truncated, foreign, stale) is built again.
+(``gcc -O3 -march=native -fopenmp``, never ``-ffast-math``; OpenMP's ``simd`` pragmas vectorise
+the reductions) into a per-user cache keyed by the source, the flags, the compiler's version and
+the CPU's flags, so a different machine or compiler compiles its own copy; the library is written
+to a temporary name and renamed, so concurrent first uses never load a half-written file; a
+cached file that does not load (truncated, foreign, stale) is built again.
+
+Threads (:func:`threading`): with ``-fopenmp`` the library needs ``libgomp.so.1``, which the
+dynamic loader resolves to the OpenMP runtime torch has already loaded (its wheels ship that
+name), so the kernel's parallel region runs on torch's own worker threads. Separate threads would
+compete for the cores with torch's workers, which spin for a while after each parallel torch
+operation (on two cores a two-thread call then runs hardly faster than a one-thread call). When
+the compiler cannot build with OpenMP, or ``SXOR_NATIVE_OPENMP=0``, the kernel is built with
+``-fopenmp-simd`` only and starts POSIX threads.
 
 When no compiler is found (or ``$CC`` names none), the cache cannot be written, compilation
 fails, or ``SXOR_NATIVE=0`` (or ``false``, ``no``, ``off``) is set, :func:`library`
@@ -31,7 +39,9 @@ SOURCE = Path(__file__).with_name("_one_step.c")
 #: Compiler flags, without ``-ffast-math`` so that IEEE semantics hold (``inf * 0 = nan`` flags a
 #: non-finite V, and a NaN propagates); the reductions are vectorised by ``omp simd reduction``
 #: pragmas instead.
-FLAGS = ["-O3", "-march=native", "-fopenmp-simd", "-pthread", "-fPIC", "-shared", "-std=gnu99", "-fno-math-errno"]
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-pthread", "-fPIC", "-shared", "-std=gnu99", "-fno-math-errno"]
+#: The same without an OpenMP runtime (the kernel then starts POSIX threads).
+FLAGS_PTHREADS = [f if f != "-fopenmp" else "-fopenmp-simd" for f in FLAGS]
 
 _state: dict = {}
 #: Values of ``SXOR_NATIVE`` that switch the kernel off.
@@ -68,11 +78,17 @@ def _cpu_flags() -> str:
     return "\n".join(sorted(set(keep)))
 
 
-def cache_key(cc: str) -> str:
-    """Hash of the kernel's source, the flags, the compiler's version and the CPU's flags."""
+def _want_openmp() -> bool:
+    return os.environ.get("SXOR_NATIVE_OPENMP", "1").strip().lower() not in _OFF
+
+
+def cache_key(cc: str, flags: list[str] | None = None) -> str:
+    """Hash of the kernel's source, the flags (default :data:`FLAGS`), the compiler's version and
+    the CPU's flags."""
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace", timeout=60).stdout
     h = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join(FLAGS).encode(), version.encode(), _cpu_flags().encode(),
+    for part in (SOURCE.read_bytes(), " ".join(FLAGS if flags is None else flags).encode(), version.encode(),
+                 _cpu_flags().encode(),
                  platform.machine().encode()):
         h.update(part)
         h.update(b"\0")
@@ -80,12 +96,25 @@ def cache_key(cc: str) -> str:
 
 
 def _compile() -> ctypes.CDLL:
+    """The library built with OpenMP (:data:`FLAGS`) when :func:`_want_openmp`, falling back to
+    :data:`FLAGS_PTHREADS` when that build fails; the reason of the fallback is kept."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("no C compiler (gcc or cc) on PATH")
     if not SOURCE.exists():
         raise RuntimeError(f"kernel source {SOURCE.name} not installed")
-    target = _cache_dir() / f"one_step-{cache_key(cc)}.so"
+    _state["openmp_failed"] = None
+    if _want_openmp():
+        try:
+            return _compile_with(cc, FLAGS)
+        except RuntimeError as err:
+            _state["openmp_failed"] = str(err)
+    return _compile_with(cc, FLAGS_PTHREADS)
+
+
+def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
+    suffix = "" if flags is FLAGS else "-pthreads"
+    target = _cache_dir() / f"one_step-{cache_key(cc, flags)}{suffix}.so"
     if target.exists():
         try:
             return _load(str(target))
@@ -97,7 +126,7 @@ def _compile() -> ctypes.CDLL:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
-        proc = subprocess.run([cc, *FLAGS, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True,
+        proc = subprocess.run([cc, *flags, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True,
                               errors="replace", timeout=300)
         if proc.returncode != 0:
             raise RuntimeError(f"{stale}compilation failed: {proc.stderr.strip()[:500]}")
@@ -115,9 +144,10 @@ def _compile() -> ctypes.CDLL:
 
 
 def _load(path: str) -> ctypes.CDLL:
-    """Load the library at ``path`` and declare its two entry points (AttributeError if absent)."""
+    """Load the library at ``path`` and declare its entry points (AttributeError if one is absent)."""
     lib = ctypes.CDLL(path)
     i64, p, c_int = ctypes.c_int64, ctypes.c_void_p, ctypes.c_int
+    lib.sxor_openmp.restype, lib.sxor_openmp.argtypes = c_int, []
     for name in ("sxor_one_step_f64", "sxor_one_step_f32"):
         fn = getattr(lib, name)
         fn.restype = i64
@@ -141,6 +171,21 @@ def library() -> ctypes.CDLL | None:
         except Exception as err:  # noqa: BLE001 - whatever went wrong, fall back and say what
             _state["lib"], _state["why"] = None, f"native kernel unavailable: {type(err).__name__}: {err}"
     return _state["lib"]
+
+
+def threading() -> str | None:
+    """How the loaded kernel runs its threads: ``"OpenMP"`` (torch's runtime, see the module's
+    docstring) or ``"POSIX threads"``; ``None`` when no kernel is loaded."""
+    lib = _state.get("lib")
+    if lib is None:
+        return None
+    return "OpenMP" if lib.sxor_openmp() else "POSIX threads"
+
+
+def openmp_unavailable_reason() -> str | None:
+    """Why the loaded kernel was built without OpenMP after trying (``None`` if it was not tried
+    or did not fail)."""
+    return _state.get("openmp_failed")
 
 
 def unavailable_reason() -> str | None:

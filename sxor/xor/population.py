@@ -470,7 +470,7 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         _set_path("torch", "a score of the first pass was not finite (the torch path checks V)")
         return None
     threads = max(1, min(torch.get_num_threads(), B, 256))  # as the kernel caps them (MAX_THREADS)
-    _set_path("native", f"fused C kernel, {threads} threads, "
+    _set_path("native", f"fused C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
                         f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}")
     if single:
         theta1, theta1t, loss, g1, h1, head, headt = (t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt))
