@@ -716,7 +716,8 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
         The ``one-step-grid`` results.
     boot
         The bootstrap of ``m_off`` whose slope and interval the legend shows (the chapter passes
-        :func:`bootstrap_instances` of the per-instance outcomes); by default
+        :func:`bootstrap_instances` of the per-instance outcomes, fitted to :func:`fully_seeded`);
+        its line is drawn over the ``d`` that entered the fit (``boot.fit_d()``); by default
         :func:`sxor.xor.analysis.bootstrap_smallest_m` of the ``no_limit_off_target`` counts with
         its default resamples and seed (each cell redrawn on its own).
     ds
