@@ -15,6 +15,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Collection
 
 import numpy as np
 import torch
@@ -305,9 +306,26 @@ def instance_outcomes(results: dict, key: str = "success") -> dict[int, tuple[np
     return out
 
 
+def fully_seeded(outcomes: dict[int, tuple[np.ndarray, np.ndarray]]) -> list[int]:
+    """The ``d`` of ``outcomes`` (:func:`instance_outcomes`) with the largest number of instances:
+    the ``d`` that the chapter's least-squares lines in ``ln d`` are fitted to, so that every point
+    of a line has the same precision (an unweighted fit would otherwise give a ``d`` with few
+    instances, at the end of the range where its leverage is largest, the weight of any other).
+
+    Raises
+    ------
+    ValueError
+        For empty ``outcomes``.
+    """
+    if not outcomes:
+        raise ValueError("outcomes must hold at least one d")
+    most = max(ok.shape[0] for _, ok in outcomes.values())
+    return [d for d in sorted(outcomes) if outcomes[d][1].shape[0] == most]
+
+
 def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], target: float = 0.95, *,
                         resamples: int = 1000, level: float = 0.95, seed: int = 0,
-                        joint: bool = True) -> "analysis.SlopeBootstrap":
+                        joint: bool = True, fit_d: Collection[int] | None = None) -> "analysis.SlopeBootstrap":
     """Percentile bootstrap over *instances* of the smallest ``m`` with rate ``>= target``
     (:func:`sxor.xor.analysis.smallest_m`) at each ``d``, and of the slope of its least-squares line
     in ``ln d``.
@@ -328,6 +346,11 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     grid ``m`` (censored) and counted in ``censored``; only ``d`` with a finite point estimate
     enter.
 
+    ``fit_d`` (optional) names the ``d`` whose point estimates enter the least-squares line, its
+    slope and the slope's interval (e.g. :func:`fully_seeded`); the other ``d`` keep their own
+    intervals, from the same joint resamples, and ``SlopeBootstrap.fit`` marks which ``d`` entered.
+    By default every ``d`` with a finite point estimate enters.
+
     Returns
     -------
     sxor.xor.analysis.SlopeBootstrap
@@ -335,13 +358,16 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     Raises
     ------
     ValueError
-        For ``resamples < 2``, a ``level`` outside ``(0, 1)``, or fewer than two ``d`` with a
-        finite point estimate.
+        For ``resamples < 2``, a ``level`` outside ``(0, 1)``, fewer than two ``d`` with a
+        finite point estimate (or, with ``fit_d``, fewer than two of them in ``fit_d``), or a
+        ``d`` of ``fit_d`` that is not in ``outcomes``.
     """
     if resamples < 2:
         raise ValueError(f"resamples must be >= 2, got {resamples}")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
+    if fit_d is not None and not set(fit_d) <= set(outcomes):
+        raise ValueError(f"fit_d holds d not in outcomes: {sorted(set(fit_d) - set(outcomes))}")
     ds, points = [], []
     for d in sorted(outcomes):
         ms, ok = outcomes[d]
@@ -369,15 +395,19 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
             if not np.isfinite(value):
                 value, censored = ms[-1], censored + 1
             samples[r, j] = value
-    x = np.log(np.array(ds, dtype=float))
-    fit = analysis.fit_line(x, points)
+    used = np.array([fit_d is None or d in set(fit_d) for d in ds])
+    if used.sum() < 2:
+        raise ValueError("need at least two d of fit_d with a finite smallest m")
+    x = np.log(np.array(ds, dtype=float))[used]
+    fit = analysis.fit_line(x, np.array(points)[used])
     A = np.stack([np.ones_like(x), x], axis=1)
-    slopes = np.linalg.lstsq(A, samples.T, rcond=None)[0][1]
+    slopes = np.linalg.lstsq(A, samples[:, used].T, rcond=None)[0][1]
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
     m_low, m_high = np.percentile(samples, q, axis=0)
     slope_low, slope_high = np.percentile(slopes, q)
     return analysis.SlopeBootstrap(np.array(ds), np.array(points), m_low, m_high, fit.slope, fit.intercept,
-                                   float(slope_low), float(slope_high), censored / (resamples * len(ds)))
+                                   float(slope_low), float(slope_high), censored / (resamples * len(ds)),
+                                   used)
 
 
 #: Embedding dimension of the fresh same-target draws (the ``m`` of the chapter's comparison).
@@ -686,7 +716,8 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
         The ``one-step-grid`` results.
     boot
         The bootstrap of ``m_off`` whose slope and interval the legend shows (the chapter passes
-        :func:`bootstrap_instances` of the per-instance outcomes); by default
+        :func:`bootstrap_instances` of the per-instance outcomes, fitted to :func:`fully_seeded`);
+        its line is drawn over the ``d`` that entered the fit (``boot.fit_d()``); by default
         :func:`sxor.xor.analysis.bootstrap_smallest_m` of the ``no_limit_off_target`` counts with
         its default resamples and seed (each cell redrawn on its own).
     ds
@@ -727,7 +758,7 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
     if boot is None and sum(np.isfinite(analysis.smallest_m(ms, k / n)) for ms, k, n in counts.values()) >= 2:
         boot = analysis.bootstrap_smallest_m(counts)
     if boot is not None:
-        x = np.log(boot.d.astype(float))
+        x = np.log(boot.fit_d().astype(float))
         axes[1].plot(x, boot.intercept + boot.slope * x, "k-", lw=1,
                      label=rf"fit to $m_{{\rm off}}$: slope {boot.slope:.3f} [{boot.slope_low:.3f}, {boot.slope_high:.3f}]")
         axes[1].plot(x, boot.intercept + 2 / math.log(2) * (x - x.mean()) + boot.slope * x.mean(), "k:", lw=1,

@@ -346,6 +346,12 @@ class SlopeBootstrap(NamedTuple):
     slope_low: float
     slope_high: float
     censored: float  #: fraction of (resample, d) pairs that never reached the target (set to the largest m)
+    #: which ``d`` entered the line (a boolean mask over ``d``); ``None`` means all of them
+    fit: np.ndarray | None = None
+
+    def fit_d(self) -> np.ndarray:
+        """The ``d`` whose point estimates entered the least-squares line."""
+        return self.d if self.fit is None else self.d[self.fit]
 
 
 def bootstrap_smallest_m(

@@ -188,3 +188,43 @@ def test_pooled_same_target_of_the_committed_grid_instances_matches_the_grid(ins
     assert out.pairs == sum(r["seeds"] for r in cells) and out.instances == 1000 * len(ds)
     # an instance failing at several m makes the clustered standard error the larger one
     assert abs(out.z_instances) < abs(out.z_pairs)
+
+
+def test_fully_seeded_picks_the_d_with_the_most_instances():
+    ms = np.array([4, 6])
+    ok = np.ones((10, 2), dtype=bool)
+    outcomes = {16: (ms, ok), 64: (ms, ok), 256: (ms, ok[:4]), 32: (ms, ok)}
+    assert exp.fully_seeded(outcomes) == [16, 32, 64]
+    with pytest.raises(ValueError, match="at least one d"):
+        exp.fully_seeded({})
+
+
+def test_instance_bootstrap_fits_only_fit_d_and_keeps_the_other_intervals():
+    rng = np.random.default_rng(3)
+    ms = [10, 12, 14, 16, 18, 20]
+    outcomes = {64: _outcomes(rng, 300, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
+                256: _outcomes(rng, 300, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
+                1024: _outcomes(rng, 300, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
+                4096: _outcomes(rng, 60, ms, [0.0, 0.0, 0.1, 0.2, 0.4, 0.3])}
+    fit_d = exp.fully_seeded(outcomes)
+    assert fit_d == [64, 256, 1024]
+    part = exp.bootstrap_instances(outcomes, resamples=200, fit_d=fit_d)
+    full = exp.bootstrap_instances(outcomes, resamples=200)
+    # every d keeps its point and interval, from the same joint resamples whatever the fit
+    assert list(part.d) == list(full.d) == [64, 256, 1024, 4096]
+    assert np.array_equal(part.m_low, full.m_low) and np.array_equal(part.m_high, full.m_high)
+    assert list(part.fit) == [True, True, True, False] and list(part.fit_d()) == fit_d
+    assert full.fit is not None and full.fit.all() and list(full.fit_d()) == list(full.d)
+    # the line is the least-squares line of the fitted d alone
+    line = analysis.fit_line(np.log(np.array(fit_d, dtype=float)), part.m_star[:3])
+    assert part.slope == line.slope and part.intercept == line.intercept
+    assert part.slope != full.slope and part.slope_low <= part.slope <= part.slope_high
+    with pytest.raises(ValueError, match="not in outcomes"):
+        exp.bootstrap_instances(outcomes, resamples=10, fit_d=[64, 128])
+    with pytest.raises(ValueError, match="two d"):
+        exp.bootstrap_instances(outcomes, resamples=10, fit_d=[64])
+
+
+def test_slope_bootstrap_without_a_mask_fits_every_d():
+    boot = analysis.SlopeBootstrap(np.array([4, 8]), np.zeros(2), np.zeros(2), np.zeros(2), 0.0, 0.0, 0.0, 0.0, 0.0)
+    assert boot.fit is None and list(boot.fit_d()) == [4, 8]

@@ -34,3 +34,17 @@ def test_attention_figure_has_no_empty_panel_and_a_figure_legend():
         assert len(fig.axes) == len(etas) + 1 and all(ax.get_visible() for ax in fig.axes)
         assert fig.legends and all(ax.get_legend() is None for ax in fig.axes)
         plt.close(fig)
+
+
+def test_grid_line_spans_only_the_fitted_d():
+    import numpy as np
+
+    grid = committed_results("one-step-grid")
+    outcomes = exp.instance_outcomes(committed_results("one-step-grid-instances"), "no_limit_off_target")
+    fit_d = exp.fully_seeded(outcomes)
+    boot = exp.bootstrap_instances(outcomes, resamples=50, fit_d=fit_d)
+    assert len(fit_d) < len(boot.d)  # the grid's largest d has fewer instances
+    fig = exp.plot_grid(grid, boot=boot)
+    line = next(ln for ln in fig.axes[1].get_lines() if ln.get_label().startswith("fit to"))
+    assert np.allclose(line.get_xdata(), np.log(np.array(fit_d, dtype=float)))
+    plt.close(fig)
