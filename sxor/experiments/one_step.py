@@ -15,7 +15,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 import numpy as np
 import torch
@@ -309,8 +309,9 @@ def instance_outcomes(results: dict, key: str = "success") -> dict[int, tuple[np
 def fully_seeded(outcomes: dict[int, tuple[np.ndarray, np.ndarray]]) -> list[int]:
     """The ``d`` of ``outcomes`` (:func:`instance_outcomes`) with the largest number of instances:
     the ``d`` that the chapter's least-squares lines in ``ln d`` are fitted to, so that every point
-    of a line has the same precision (an unweighted fit would otherwise give a ``d`` with few
-    instances, at the end of the range where its leverage is largest, the weight of any other).
+    of a line rests on the same number of instances (an unweighted fit would otherwise give a ``d``
+    with few instances, at the end of the range where its leverage is largest, the weight of any
+    other).
 
     Raises
     ------
@@ -360,14 +361,20 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     ValueError
         For ``resamples < 2``, a ``level`` outside ``(0, 1)``, fewer than two ``d`` with a
         finite point estimate (or, with ``fit_d``, fewer than two of them in ``fit_d``), or a
-        ``d`` of ``fit_d`` that is not in ``outcomes``.
+        ``d`` of ``fit_d`` that is not in ``outcomes`` or has no finite point estimate.
+    TypeError
+        For a ``fit_d`` that is not a collection of ``d`` (an int, a string).
     """
     if resamples < 2:
         raise ValueError(f"resamples must be >= 2, got {resamples}")
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
-    if fit_d is not None and not set(fit_d) <= set(outcomes):
-        raise ValueError(f"fit_d holds d not in outcomes: {sorted(set(fit_d) - set(outcomes))}")
+    if fit_d is not None:
+        if isinstance(fit_d, (str, bytes)) or not isinstance(fit_d, Iterable):
+            raise TypeError(f"fit_d must be a collection of d, got {type(fit_d).__name__}")
+        fit_d = set(fit_d)  # once: a generator would be used up by the first look
+        if not fit_d <= set(outcomes):
+            raise ValueError(f"fit_d holds d not in outcomes: {sorted(fit_d - set(outcomes))}")
     ds, points = [], []
     for d in sorted(outcomes):
         ms, ok = outcomes[d]
@@ -377,11 +384,16 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
             points.append(value)
     if len(ds) < 2:
         raise ValueError("need at least two d with a finite smallest m")
+    if fit_d is not None:
+        if not fit_d <= set(ds):
+            raise ValueError(f"fit_d holds d with no finite smallest m: {sorted(fit_d - set(ds))}")
+        if len(fit_d) < 2:
+            raise ValueError("need at least two d of fit_d with a finite smallest m")
     sizes = sorted({outcomes[d][1].shape[0] for d in ds})
     edges = [0, *sizes]
     rng = np.random.default_rng(seed)
     samples = np.empty((resamples, len(ds)))
-    censored = 0
+    censored = np.zeros(len(ds), dtype=np.int64)
     for r in range(resamples):
         if joint:
             idx = np.concatenate([rng.integers(a, b, size=b - a) for a, b in zip(edges[:-1], edges[1:])])
@@ -393,11 +405,10 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
                 weights = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(float)
             value = analysis.smallest_m(ms, weights[:n] @ ok / n, target)
             if not np.isfinite(value):
-                value, censored = ms[-1], censored + 1
+                value = ms[-1]
+                censored[j] += 1
             samples[r, j] = value
-    used = np.array([fit_d is None or d in set(fit_d) for d in ds])
-    if used.sum() < 2:
-        raise ValueError("need at least two d of fit_d with a finite smallest m")
+    used = np.array([fit_d is None or d in fit_d for d in ds])
     x = np.log(np.array(ds, dtype=float))[used]
     fit = analysis.fit_line(x, np.array(points)[used])
     A = np.stack([np.ones_like(x), x], axis=1)
@@ -406,8 +417,8 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     m_low, m_high = np.percentile(samples, q, axis=0)
     slope_low, slope_high = np.percentile(slopes, q)
     return analysis.SlopeBootstrap(np.array(ds), np.array(points), m_low, m_high, fit.slope, fit.intercept,
-                                   float(slope_low), float(slope_high), censored / (resamples * len(ds)),
-                                   used)
+                                   float(slope_low), float(slope_high),
+                                   float(censored.sum()) / (resamples * len(ds)), used, censored)
 
 
 #: Embedding dimension of the fresh same-target draws (the ``m`` of the chapter's comparison).

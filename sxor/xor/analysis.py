@@ -348,6 +348,8 @@ class SlopeBootstrap(NamedTuple):
     censored: float  #: fraction of (resample, d) pairs that never reached the target (set to the largest m)
     #: which ``d`` entered the line (a boolean mask over ``d``); ``None`` means all of them
     fit: np.ndarray | None = None
+    #: censored resamples per ``d`` (counts, aligned with ``d``); ``None`` when not recorded
+    censored_by_d: np.ndarray | None = None
 
     def fit_d(self) -> np.ndarray:
         """The ``d`` whose point estimates entered the least-squares line."""

@@ -228,3 +228,37 @@ def test_instance_bootstrap_fits_only_fit_d_and_keeps_the_other_intervals():
 def test_slope_bootstrap_without_a_mask_fits_every_d():
     boot = analysis.SlopeBootstrap(np.array([4, 8]), np.zeros(2), np.zeros(2), np.zeros(2), 0.0, 0.0, 0.0, 0.0, 0.0)
     assert boot.fit is None and list(boot.fit_d()) == [4, 8]
+
+
+def test_instance_bootstrap_slope_interval_is_over_the_fitted_d_only():
+    """The slope interval is the percentile interval of the slopes refitted to the fit_d columns
+    alone (a mutant taking it over every d would differ), and censored pairs are counted per d."""
+    rng = np.random.default_rng(5)
+    ms = [10, 12, 14, 16, 18, 20]
+    outcomes = {64: _outcomes(rng, 200, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
+                256: _outcomes(rng, 200, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
+                1024: _outcomes(rng, 200, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
+                4096: _outcomes(rng, 40, ms, [0.0, 0.0, 0.1, 0.2, 0.3, 0.4])}
+    part = exp.bootstrap_instances(outcomes, resamples=300, fit_d=[64, 256, 1024])
+    full = exp.bootstrap_instances(outcomes, resamples=300)
+    assert (part.slope_low, part.slope_high) != (full.slope_low, full.slope_high)
+    assert part.censored_by_d is not None and len(part.censored_by_d) == len(part.d)
+    assert part.censored == part.censored_by_d.sum() / (300 * len(part.d))
+    assert np.array_equal(part.censored_by_d, full.censored_by_d)
+
+
+def test_instance_bootstrap_refuses_a_bad_fit_d():
+    rng = np.random.default_rng(6)
+    ms = [10, 12, 14]
+    never = np.zeros((50, 3), dtype=bool)  # this d never reaches the target
+    outcomes = {64: _outcomes(rng, 50, ms, [0.5, 0.3, 0.2]), 256: _outcomes(rng, 50, ms, [0.2, 0.4, 0.4]),
+                1024: (np.array(ms), never)}
+    with pytest.raises(ValueError, match="no finite smallest m"):
+        exp.bootstrap_instances(outcomes, target=0.5, resamples=10, fit_d=[64, 256, 1024])
+    with pytest.raises(TypeError, match="fit_d"):
+        exp.bootstrap_instances(outcomes, target=0.5, resamples=10, fit_d=64)
+    with pytest.raises(TypeError, match="fit_d"):
+        exp.bootstrap_instances(outcomes, target=0.5, resamples=10, fit_d="64")
+    gen = exp.bootstrap_instances(outcomes, target=0.5, resamples=10, fit_d=(d for d in (64, 256)))
+    listed = exp.bootstrap_instances(outcomes, target=0.5, resamples=10, fit_d=[64, 256])
+    assert gen.slope == listed.slope and list(gen.fit_d()) == [64, 256]
