@@ -508,6 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     meta["load_average_1min_at_start"] = load_start  # other processes competing for the CPU
     meta["load_average_1min_at_end"] = os.getloadavg()[0]
     meta["one_step_path"] = next((r["path_reason"] for rows in limits.values() for r in rows), None)
+    from sxor.xor import native
+    meta["native_threads"] = native.thread_backend()
+    meta["native_openmp_unavailable_reason"] = native.openmp_unavailable_reason()
     payload = {"benchmark": "one_step", "meta": meta, "dtype": "float64",
                "copy_bandwidth_bytes_per_s": args.copy_bw, "epsilon": args.epsilon,
                "configs": configs, "limit": limits, "memory": memory,

@@ -551,22 +551,25 @@ def test_the_openmp_kernel_shares_torchs_runtime():
     """Built with OpenMP, the kernel adds no second OpenMP runtime to the process: its libgomp is
     the one torch loaded (a second runtime would bring its own threads, competing with torch's)."""
     native.reset()
+    before = native._openmp_runtimes()
     assert native.library() is not None, native.unavailable_reason()
-    if native.threading() != "OpenMP":
+    if native.openmp_unavailable_reason() is not None:  # a build failure or a second runtime, said why
         pytest.skip(f"kernel built without OpenMP: {native.openmp_unavailable_reason()}")
+    assert native.thread_backend() == "OpenMP"
     _, path = _two_thread_step(random_instances(4, 600, 5, seed=3), 1e4)
     assert path.path == "native" and "threads (OpenMP)" in path.reason
-    runtimes = {line.split()[-1] for line in open("/proc/self/maps") if "libgomp" in line}
-    assert len(runtimes) == 1, runtimes
+    assert native._openmp_runtimes() == before  # no runtime came with the kernel
 
 
 def test_posix_threads_build_on_request_gives_the_same_results(monkeypatch, fresh_cache):
     inst = random_instances(6, 900, 7, seed=4)
-    openmp, _ = _two_thread_step(inst, 1e5)
+    openmp, first = _two_thread_step(inst, 1e5)
+    if native.openmp_unavailable_reason() is None:
+        assert "2 threads (OpenMP)" in first.reason
     monkeypatch.setenv("SXOR_NATIVE_OPENMP", "0")
     native.reset()
     assert native.library() is not None, native.unavailable_reason()
-    assert native.threading() == "POSIX threads" and native.openmp_unavailable_reason() is None
+    assert native.thread_backend() == "POSIX threads" and native.openmp_unavailable_reason() is None
     posix, path = _two_thread_step(inst, 1e5)
     assert path.path == "native" and "2 threads (POSIX)" in path.reason
     assert sum(p.name.endswith("-pthreads.so") for p in fresh_cache.iterdir()) == 1
@@ -577,7 +580,24 @@ def test_posix_threads_build_on_request_gives_the_same_results(monkeypatch, fres
 def test_a_failed_openmp_build_falls_back_to_posix_threads_with_the_reason(monkeypatch, fresh_cache):
     monkeypatch.setattr(native, "FLAGS", [*native.FLAGS, "-fno-such-flag-for-sxor"])
     assert native.library() is not None, native.unavailable_reason()
-    assert native.threading() == "POSIX threads"
+    assert native.thread_backend() == "POSIX threads"
     assert "compilation failed" in native.openmp_unavailable_reason()
     _, path = _two_thread_step(random_instances(3, 500, 4, seed=5), 1e4)
+    assert path.path == "native" and "(POSIX)" in path.reason
+
+
+def test_an_openmp_build_that_brings_a_second_runtime_is_replaced(monkeypatch, fresh_cache):
+    """Where torch's OpenMP runtime is not libgomp.so.1, loading the OpenMP build maps another
+    runtime: the POSIX-threads build is used instead, and the reason names the new runtime."""
+    calls = []
+
+    def runtimes():
+        calls.append(None)
+        return {"/torch/lib/libiomp5.so"} | ({"/usr/lib/libgomp.so.1"} if len(calls) > 1 else set())
+
+    monkeypatch.setattr(native, "_openmp_runtimes", runtimes)
+    assert native.library() is not None, native.unavailable_reason()
+    assert native.thread_backend() == "POSIX threads"
+    assert "second OpenMP runtime (/usr/lib/libgomp.so.1)" in native.openmp_unavailable_reason()
+    _, path = _two_thread_step(random_instances(3, 500, 4, seed=6), 1e4)
     assert path.path == "native" and "(POSIX)" in path.reason

@@ -1,8 +1,12 @@
 /* One population gradient step of Part I (softmax heads, antisymmetric init), fused: the three
  * passes over V of sxor.xor.population._one_step for a whole batch in one call, parallel over
- * instances (POSIX threads, one per torch thread, instances handed out dynamically). Plain C99;
- * compiled by sxor/xor/native.py with -O3 -march=native -fopenmp-simd (never -ffast-math: the
- * reductions are vectorised explicitly with `omp simd reduction`; no OpenMP runtime is linked).
+ * instances (one thread per torch thread, instances handed out dynamically). Plain C99; compiled
+ * by sxor/xor/native.py with -O3 -march=native and -fopenmp (never -ffast-math: the reductions are
+ * vectorised explicitly with `omp simd reduction`). With -fopenmp the threads are an OpenMP
+ * parallel region (run_workers): the library needs libgomp.so.1, which the dynamic loader resolves
+ * to the runtime torch has already loaded when torch's is that library, so the kernel runs on
+ * torch's own worker threads (sxor/xor/native.py checks that no second runtime was loaded).
+ * Without OpenMP (-fopenmp-simd only) it starts POSIX threads.
  *
  * Per instance b, with V_b = diag(scale_b) X_b (scale optional) and X_b[i, j] at
  * X + b*sb + i*sd + j*sm (i < d, j < m), either sd == 1 (the [m, d] layout) or sm == 1 ([d, m]):

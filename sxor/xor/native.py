@@ -10,13 +10,21 @@ the CPU's flags, so a different machine or compiler compiles its own copy; the l
 to a temporary name and renamed, so concurrent first uses never load a half-written file; a
 cached file that does not load (truncated, foreign, stale) is built again.
 
-Threads (:func:`threading`): with ``-fopenmp`` the library needs ``libgomp.so.1``, which the
-dynamic loader resolves to the OpenMP runtime torch has already loaded (its wheels ship that
-name), so the kernel's parallel region runs on torch's own worker threads. Separate threads would
-compete for the cores with torch's workers, which spin for a while after each parallel torch
-operation (on two cores a two-thread call then runs hardly faster than a one-thread call). When
-the compiler cannot build with OpenMP, or ``SXOR_NATIVE_OPENMP=0``, the kernel is built with
-``-fopenmp-simd`` only and starts POSIX threads.
+Threads (:func:`thread_backend`): with ``-fopenmp`` the library needs ``libgomp.so.1``. When
+torch's own OpenMP runtime is that library (as in the PyPI wheels of recent torch releases), the
+dynamic loader resolves the name to it, and the kernel's parallel region runs on torch's worker
+threads. Separate threads would compete for the cores with torch's workers, which spin for a
+while after each parallel torch operation (on two cores a two-thread call then ran hardly faster
+than a one-thread call). Where torch uses another runtime (a renamed libgomp, LLVM's libomp,
+Intel's libiomp5), loading the OpenMP build would bring a second runtime with threads of its own;
+on Linux the loader's map of the process is compared before and after loading, and if a new
+OpenMP runtime appeared the POSIX-threads build is used instead, with the reason in
+:func:`openmp_unavailable_reason`. That build (``-fopenmp-simd`` only, POSIX threads) is also
+used when the compiler cannot build with OpenMP, or with ``SXOR_NATIVE_OPENMP=0``.
+
+Fork: libgomp is not fork-safe. In a child forked after a parallel region of the parent, a call
+on more than one thread hangs, as torch's own parallel operations do; use the ``spawn`` start
+method (as ``SXOR_WORKERS`` does), one thread in the child, or ``SXOR_NATIVE_OPENMP=0``.
 
 When no compiler is found (or ``$CC`` names none), the cache cannot be written, compilation
 fails, or ``SXOR_NATIVE=0`` (or ``false``, ``no``, ``off``) is set, :func:`library`
@@ -30,6 +38,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import re
 import shutil
 import subprocess
 import tempfile
@@ -105,11 +114,33 @@ def _compile() -> ctypes.CDLL:
         raise RuntimeError(f"kernel source {SOURCE.name} not installed")
     _state["openmp_failed"] = None
     if _want_openmp():
+        before = _openmp_runtimes()
         try:
-            return _compile_with(cc, FLAGS)
+            lib = _compile_with(cc, FLAGS)
         except RuntimeError as err:
             _state["openmp_failed"] = str(err)
+        else:
+            added = _openmp_runtimes() - before
+            if not added:
+                return lib
+            _state["openmp_failed"] = (f"the OpenMP build loaded a second OpenMP runtime ({', '.join(sorted(added))}) "
+                                       "beside torch's, whose threads would compete with torch's")
     return _compile_with(cc, FLAGS_PTHREADS)
+
+
+#: File names of OpenMP runtimes (GNU libgomp, renamed copies of it, LLVM libomp, Intel libiomp5).
+_OPENMP_RUNTIME = re.compile(r"lib(gomp|omp|iomp5)([-.][^/]*)?\.so[^/]*$")
+
+
+def _openmp_runtimes() -> set[str]:
+    """Paths of the OpenMP runtimes mapped into this process (empty where ``/proc/self/maps`` is
+    not available, so that the check then never rejects a build)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if len(line.split()) >= 6}
+    except OSError:
+        return set()
+    return {p for p in paths if _OPENMP_RUNTIME.search(p)}
 
 
 def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
@@ -173,7 +204,7 @@ def library() -> ctypes.CDLL | None:
     return _state["lib"]
 
 
-def threading() -> str | None:
+def thread_backend() -> str | None:
     """How the loaded kernel runs its threads: ``"OpenMP"`` (torch's runtime, see the module's
     docstring) or ``"POSIX threads"``; ``None`` when no kernel is loaded."""
     lib = _state.get("lib")
@@ -183,8 +214,8 @@ def threading() -> str | None:
 
 
 def openmp_unavailable_reason() -> str | None:
-    """Why the loaded kernel was built without OpenMP after trying (``None`` if it was not tried
-    or did not fail)."""
+    """Why the loaded kernel uses POSIX threads although OpenMP was tried: the OpenMP build failed
+    or would have loaded a second OpenMP runtime (``None`` if it was not tried or was kept)."""
     return _state.get("openmp_failed")
 
 
