@@ -199,13 +199,17 @@ def test_fully_seeded_picks_the_d_with_the_most_instances():
         exp.fully_seeded({})
 
 
-def test_instance_bootstrap_fits_only_fit_d_and_keeps_the_other_intervals():
-    rng = np.random.default_rng(3)
+def _unequally_seeded(rng, n, n_last):
+    """Outcomes at d = 64, 256, 1024 with n instances each and at d = 4096 with n_last."""
     ms = [10, 12, 14, 16, 18, 20]
-    outcomes = {64: _outcomes(rng, 300, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
-                256: _outcomes(rng, 300, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
-                1024: _outcomes(rng, 300, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
-                4096: _outcomes(rng, 60, ms, [0.0, 0.0, 0.1, 0.2, 0.4, 0.3])}
+    return {64: _outcomes(rng, n, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
+            256: _outcomes(rng, n, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
+            1024: _outcomes(rng, n, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
+            4096: _outcomes(rng, n_last, ms, [0.0, 0.0, 0.1, 0.2, 0.4, 0.3])}
+
+
+def test_instance_bootstrap_fits_only_fit_d_and_keeps_the_other_intervals():
+    outcomes = _unequally_seeded(np.random.default_rng(3), 300, 60)
     fit_d = exp.fully_seeded(outcomes)
     assert fit_d == [64, 256, 1024]
     part = exp.bootstrap_instances(outcomes, resamples=200, fit_d=fit_d)
@@ -233,12 +237,7 @@ def test_slope_bootstrap_without_a_mask_fits_every_d():
 def test_instance_bootstrap_slope_interval_is_over_the_fitted_d_only():
     """The slope interval is the percentile interval of the slopes refitted to the fit_d columns
     alone (a mutant taking it over every d would differ), and censored pairs are counted per d."""
-    rng = np.random.default_rng(5)
-    ms = [10, 12, 14, 16, 18, 20]
-    outcomes = {64: _outcomes(rng, 200, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
-                256: _outcomes(rng, 200, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
-                1024: _outcomes(rng, 200, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
-                4096: _outcomes(rng, 40, ms, [0.0, 0.0, 0.1, 0.2, 0.3, 0.4])}
+    outcomes = _unequally_seeded(np.random.default_rng(5), 200, 40)
     part = exp.bootstrap_instances(outcomes, resamples=300, fit_d=[64, 256, 1024])
     full = exp.bootstrap_instances(outcomes, resamples=300)
     assert (part.slope_low, part.slope_high) != (full.slope_low, full.slope_high)
