@@ -106,7 +106,8 @@ def cache_key(cc: str, flags: list[str] | None = None) -> str:
 
 def _compile() -> ctypes.CDLL:
     """The library built with OpenMP (:data:`FLAGS`) when :func:`_want_openmp`, falling back to
-    :data:`FLAGS_PTHREADS` when that build fails; the reason of the fallback is kept."""
+    :data:`FLAGS_PTHREADS` when that build fails or loads a second OpenMP runtime; the reason of
+    the fallback is kept (:func:`openmp_unavailable_reason`)."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("no C compiler (gcc or cc) on PATH")
@@ -144,7 +145,7 @@ def _openmp_runtimes() -> set[str]:
 
 
 def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
-    suffix = "" if flags is FLAGS else "-pthreads"
+    suffix = "" if "-fopenmp" in flags else "-pthreads"
     target = _cache_dir() / f"one_step-{cache_key(cc, flags)}{suffix}.so"
     if target.exists():
         try:
