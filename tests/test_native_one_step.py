@@ -53,19 +53,30 @@ def assert_same(fast, slow, dtype):
 SHAPES = [(2, 1, 3), (2, 2, 3), (3, 2, 1), (17, 3, 4), (64, 4, 5), (1000, 7, 3), (1025, 32, 2), (4099, 5, 2), (2048, 40, 1)]
 
 
+def force_fused(monkeypatch, fused: bool) -> None:
+    """Make the kernel take the fused first pass (two reads of V) or the three-pass form at every
+    size, by moving the size from which it fuses."""
+    monkeypatch.setattr(native, "FUSED_MIN_BYTES", 0 if fused else 1 << 62)
+
+
 @pytest.mark.parametrize("d, m, count", SHAPES)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("layout", ["md", "dm"])
 @pytest.mark.parametrize("limit", [False, True])
-def test_native_step_equals_the_torch_path(monkeypatch, d, m, count, dtype, layout, limit):
+@pytest.mark.parametrize("fused", [False, True])
+def test_native_step_equals_the_torch_path(monkeypatch, d, m, count, dtype, layout, limit, fused):
     if m == 1 and limit:
         pytest.skip("ties in the limit's argmax")
+    force_fused(monkeypatch, fused)
     inst = random_instances(count, d, m, seed=11, dtype=dtype)
     V = inst.V if layout == "md" else inst.V.contiguous()
     assert (V.stride(-2) == 1) == (layout == "md") or m == 1
     eta = torch.logspace(0, 6, count, dtype=dtype)
     fn = population.one_step_and_limit if limit else sxor.one_step
-    assert_same(*both_paths(monkeypatch, lambda: fn(V, inst.theta0, inst.support, eta)), dtype)
+    fast, slow = both_paths(monkeypatch, lambda: fn(V, inst.theta0, inst.support, eta))
+    assert_same(fast, slow, dtype)
+    fn(V, inst.theta0, inst.support, eta)
+    assert population.last_path().reason.endswith("two reads of V" if fused else "three reads of V")
 
 
 @pytest.mark.parametrize("layout", ["md", "dm"])

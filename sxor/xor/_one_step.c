@@ -25,9 +25,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PB_CHUNK 4096 /* elements of d per block of r, r~ in the [m, d] pullback (L2) */
 #define MAX_THREADS 256
+#define LINE(T) (64 / (int64_t)sizeof(T)) /* elements of type T in a 64-byte cache line */
+#define PB_CHUNK 4096 /* elements of d per block of r, r~ in the three-pass [m, d] pullback (L2) */
 #define CHUNK 1024 /* elements of d per block in the [m, d] layout: up to four blocks of scores stay in L1 */
+#ifndef PF_LOCALITY
+#define PF_LOCALITY 2
+#endif
 
 /* exp(x) for x <= 0 (or NaN), branch-free so that loops over it vectorise: Cody-Waite reduction
  * x = k ln2 + r, |r| <= ln2 / 2, a degree-13 Taylor polynomial (truncation < 1e-17 relative), and
@@ -93,80 +97,112 @@ int sxor_openmp(void) {
 #endif
 }
 
-#define DEFINE_STEP(T, SUF)                                                                           \
-/* Scores of nq in {1, 2, 4} queries q_k (m apart in q), s_k[i] = scale[i] sum_j X[i,j] q_k[j] (scale  \
- * optional): s_0, s_1 are written to out[0], out[1]; s_2, s_3 only enter the running argmax am[0],  \
- * am[1] (first index of the maximum, NaN counting as the maximum, as for torch.argmax). */            \
-static inline void keep_##SUF(T v, int64_t i, T *best, int64_t *at) {                                  \
-    if (v > *best || (v != v && *best == *best)) *best = v, *at = i;                                    \
+#define DEFINE_STEP(T, SUF)                                                                             \
+/* acc_k[i] += sum_{l < 4} c.p[k][l] r_l[i] for lo <= i < hi and the first nq in {1, 2, 4} queries      \
+ * (inlined with a constant nq, and in the main loop of block_scores with hi - lo one cache line; the   \
+ * coefficients come by value, so that nothing the loop stores can alias them). */                      \
+typedef struct {                                                                                        \
+    T p[4][4];                                                                                          \
+} coef_##SUF;                                                                                           \
+static inline void update4_##SUF(int nq, T *restrict A0, T *restrict A1, T *restrict A2, T *restrict A3, \
+                                 const T *restrict r0, const T *restrict r1, const T *restrict r2,      \
+                                 const T *restrict r3, coef_##SUF c, int64_t lo, int64_t hi) {          \
+    _Pragma("omp simd")                                                                                 \
+    for (int64_t i = lo; i < hi; i++) {                                                                 \
+        T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                               \
+        A0[i] += c.p[0][0] * v0 + c.p[0][1] * v1 + c.p[0][2] * v2 + c.p[0][3] * v3;                     \
+        if (nq > 1) A1[i] += c.p[1][0] * v0 + c.p[1][1] * v1 + c.p[1][2] * v2 + c.p[1][3] * v3;         \
+        if (nq > 2) {                                                                                   \
+            A2[i] += c.p[2][0] * v0 + c.p[2][1] * v1 + c.p[2][2] * v2 + c.p[2][3] * v3;                 \
+            A3[i] += c.p[3][0] * v0 + c.p[3][1] * v1 + c.p[3][2] * v2 + c.p[3][3] * v3;                 \
+        }                                                                                               \
+    }                                                                                                   \
 }                                                                                                       \
-static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, int64_t sm,                \
-                         const T *restrict scale, const T *restrict q, int nq, T *out[2], int64_t am[2]) { \
-    T best[2] = {-INFINITY, -INFINITY};                                                                 \
-    if (nq == 4) am[0] = am[1] = 0;                                                                     \
-    if (sm == 1) { /* [d, m]: a dot product per row and query */                                       \
-        for (int64_t i = 0; i < d; i++) {                                                               \
+                                                                                                        \
+/* Scores of a block of n <= CHUNK positions for nq in {1, 2, 4} queries q_k (m apart in q):            \
+ * acc[k * CHUNK + i] = scale[i] sum_j X[i,j] q_k[j] (scale optional), with X and scale already         \
+ * offset to the block's first position. With pf (the next block, or 0) the block's reads are           \
+ * interleaved with prefetches of the same lines of the next block into the cache, one for each         \
+ * line read, so that memory streams while this block computes. */                                      \
+static void block_scores_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,       \
+                               const T *restrict scale, const T *restrict q, int nq, T *restrict acc,   \
+                               const T *pf) {                                                           \
+    if (sm == 1) { /* [d, m]: a dot product per row and query */                                        \
+        for (int64_t i = 0; i < n; i++) {                                                               \
             const T *row = X + i * sd;                                                                  \
-            T f = scale ? scale[i] : (T)1;                                                              \
+            if (pf)                                                                                     \
+                for (int64_t j = 0; j < m; j += LINE(T)) __builtin_prefetch(pf + i * sd + j, 0, PF_LOCALITY); \
             for (int k = 0; k < nq; k++) {                                                              \
                 const T *qk = q + k * m;                                                                \
-                T acc = 0;                                                                              \
-                _Pragma("omp simd reduction(+:acc)")                                                    \
-                for (int64_t j = 0; j < m; j++) acc += row[j] * qk[j];                                  \
-                if (scale) acc *= f;                                                                    \
-                if (k < 2) out[k][i] = acc;                                                             \
-                else keep_##SUF(acc, i, &best[k - 2], &am[k - 2]);                                      \
+                T s = 0;                                                                                \
+                _Pragma("omp simd reduction(+:s)")                                                      \
+                for (int64_t j = 0; j < m; j++) s += row[j] * qk[j];                                    \
+                if (scale) s *= scale[i];                                                               \
+                acc[k * CHUNK + i] = s;                                                                 \
             }                                                                                           \
         }                                                                                               \
         return;                                                                                         \
     }                                                                                                   \
-    /* [m, d]: blocks of CHUNK scores in L1, updated from four rows of X at a time */                   \
+    /* [m, d]: the block's scores in L1, updated from four rows of X at a time */                       \
+    T *A0 = acc, *A1 = acc + CHUNK, *A2 = acc + 2 * CHUNK, *A3 = acc + 3 * CHUNK;                       \
+    for (int k = 0; k < nq; k++) memset(acc + k * CHUNK, 0, n * sizeof(T));                             \
+    int64_t j = 0, full = n - n % LINE(T);                                                              \
+    for (; j + 4 <= m; j += 4) {                                                                        \
+        const T *r0 = X + j * sm, *r1 = r0 + sm, *r2 = r1 + sm, *r3 = r2 + sm;                          \
+        coef_##SUF c = {{{0}}};                                                                         \
+        for (int k = 0; k < nq; k++)                                                                    \
+            for (int l = 0; l < 4; l++) c.p[k][l] = q[k * m + j + l];                                   \
+        const T *f0 = pf ? pf + j * sm : r0, *f1 = f0 + sm, *f2 = f1 + sm, *f3 = f2 + sm;               \
+        for (int64_t i0 = 0; i0 < full; i0 += LINE(T)) {                                                \
+            if (pf) {                                                                                   \
+                __builtin_prefetch(f0 + i0, 0, PF_LOCALITY);                                            \
+                __builtin_prefetch(f1 + i0, 0, PF_LOCALITY);                                            \
+                __builtin_prefetch(f2 + i0, 0, PF_LOCALITY);                                            \
+                __builtin_prefetch(f3 + i0, 0, PF_LOCALITY);                                            \
+            }                                                                                           \
+            if (nq == 1) update4_##SUF(1, A0, A1, A2, A3, r0, r1, r2, r3, c, i0, i0 + LINE(T));         \
+            else if (nq == 2) update4_##SUF(2, A0, A1, A2, A3, r0, r1, r2, r3, c, i0, i0 + LINE(T));    \
+            else update4_##SUF(4, A0, A1, A2, A3, r0, r1, r2, r3, c, i0, i0 + LINE(T));                 \
+        }                                                                                               \
+        if (nq == 1) update4_##SUF(1, A0, A1, A2, A3, r0, r1, r2, r3, c, full, n);                      \
+        else if (nq == 2) update4_##SUF(2, A0, A1, A2, A3, r0, r1, r2, r3, c, full, n);                 \
+        else update4_##SUF(4, A0, A1, A2, A3, r0, r1, r2, r3, c, full, n);                              \
+    }                                                                                                   \
+    for (; j < m; j++) {                                                                                \
+        const T *r0 = X + j * sm;                                                                       \
+        if (pf)                                                                                         \
+            for (int64_t i = 0; i < n; i += LINE(T)) __builtin_prefetch(pf + j * sm + i, 0, PF_LOCALITY); \
+        for (int k = 0; k < nq; k++) {                                                                  \
+            T a = q[k * m + j], *Ak = acc + k * CHUNK;                                                  \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t i = 0; i < n; i++) Ak[i] += a * r0[i];                                         \
+        }                                                                                               \
+    }                                                                                                   \
+    if (scale)                                                                                          \
+        for (int k = 0; k < nq; k++) {                                                                  \
+            T *Ak = acc + k * CHUNK;                                                                    \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t i = 0; i < n; i++) Ak[i] *= scale[i];                                          \
+        }                                                                                               \
+}                                                                                                       \
+                                                                                                        \
+/* Scores of nq in {2, 4} queries over all d positions: s_0, s_1 are written to out[0], out[1];         \
+ * s_2, s_3 only enter the running argmax am[0], am[1] (first index of the maximum, NaN counting as     \
+ * the maximum, as for torch.argmax). acc: a block of 4 CHUNK elements. */                              \
+static inline void keep_##SUF(T v, int64_t i, T *best, int64_t *at) {                                   \
+    if (v > *best || (v != v && *best == *best)) *best = v, *at = i;                                    \
+}                                                                                                       \
+static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, int64_t sm,             \
+                         const T *restrict scale, const T *restrict q, int nq, T *out[2], int64_t am[2], \
+                         T *restrict acc) {                                                             \
+    T best[2] = {-INFINITY, -INFINITY};                                                                 \
+    if (nq == 4) am[0] = am[1] = 0;                                                                     \
     for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
         int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
-        T acc[4][CHUNK];                                                                                \
-        for (int k = 0; k < nq; k++) memset(acc[k], 0, n * sizeof(T));                                  \
-        T *A0 = acc[0], *A1 = acc[1], *A2 = acc[2], *A3 = acc[3];                                       \
-        int64_t j = 0;                                                                                  \
-        for (; j + 4 <= m; j += 4) {                                                                    \
-            const T *r0 = X + j * sm + c, *r1 = r0 + sm, *r2 = r1 + sm, *r3 = r2 + sm;                  \
-            const T *p0 = q + j, *p1 = q + m + j, *p2 = q + 2 * m + j, *p3 = q + 3 * m + j;             \
-            if (nq == 1) {                                                                              \
-                _Pragma("omp simd")                                                                     \
-                for (int64_t i = 0; i < n; i++)                                                         \
-                    A0[i] += p0[0] * r0[i] + p0[1] * r1[i] + p0[2] * r2[i] + p0[3] * r3[i];             \
-            } else if (nq == 2) {                                                                       \
-                _Pragma("omp simd")                                                                     \
-                for (int64_t i = 0; i < n; i++) {                                                       \
-                    T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                   \
-                    A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                         \
-                    A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                         \
-                }                                                                                       \
-            } else {                                                                                    \
-                _Pragma("omp simd")                                                                     \
-                for (int64_t i = 0; i < n; i++) {                                                       \
-                    T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                   \
-                    A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                         \
-                    A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                         \
-                    A2[i] += p2[0] * v0 + p2[1] * v1 + p2[2] * v2 + p2[3] * v3;                         \
-                    A3[i] += p3[0] * v0 + p3[1] * v1 + p3[2] * v2 + p3[3] * v3;                         \
-                }                                                                                       \
-            }                                                                                           \
-        }                                                                                               \
-        for (; j < m; j++) {                                                                            \
-            const T *r0 = X + j * sm + c;                                                               \
-            for (int k = 0; k < nq; k++) {                                                              \
-                T a = q[k * m + j], *Ak = acc[k];                                                       \
-                _Pragma("omp simd")                                                                     \
-                for (int64_t i = 0; i < n; i++) Ak[i] += a * r0[i];                                     \
-            }                                                                                           \
-        }                                                                                               \
+        const T *pf = c + n < d ? X + (sm == 1 ? (c + n) * sd : c + n) : 0; /* the next block */        \
+        block_scores_##SUF(X + (sm == 1 ? c * sd : c), n, m, sd, sm, scale ? scale + c : 0, q, nq, acc, pf); \
         for (int k = 0; k < nq; k++) {                                                                  \
-            T *Ak = acc[k];                                                                             \
-            if (scale) {                                                                                \
-                const T *sc = scale + c;                                                                \
-                _Pragma("omp simd")                                                                     \
-                for (int64_t i = 0; i < n; i++) Ak[i] *= sc[i];                                         \
-            }                                                                                           \
+            T *Ak = acc + k * CHUNK;                                                                    \
             if (k < 2) {                                                                                \
                 memcpy(out[k] + c, Ak, n * sizeof(T));                                                  \
                 continue;                                                                               \
@@ -179,16 +215,129 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
                 nan |= Ak[i] != Ak[i];                                                                  \
             }                                                                                           \
             if (nan || mx > best[k - 2]) /* the block holds a new maximum: find its first index */      \
-                for (int64_t i = 0; i < n; i++) keep_##SUF(Ak[i], c + i, &best[k - 2], &am[k - 2]);      \
+                for (int64_t i = 0; i < n; i++) keep_##SUF(Ak[i], c + i, &best[k - 2], &am[k - 2]);     \
         }                                                                                               \
     }                                                                                                   \
 }                                                                                                       \
                                                                                                         \
+/* The [m, d] block pullback for four rows x_r = x + r * sm: P[k * m + r] += sum_i x_r[i] K[i] w_k[i]   \
+ * (K only when scaled) with w = (1, E, E^2, F, F^2), in vectors of one cache line (20 accumulators),   \
+ * each step also prefetching the same line of the four rows of the next block (pf, or 0). */           \
+typedef T line_##SUF __attribute__((vector_size(64)));                                                  \
+static inline line_##SUF load_##SUF(const T *p) {                                                       \
+    line_##SUF v;                                                                                       \
+    memcpy(&v, p, sizeof v);                                                                            \
+    return v;                                                                                           \
+}                                                                                                       \
+static inline T hsum_##SUF(line_##SUF v) {                                                              \
+    T s = 0;                                                                                            \
+    for (int64_t l = 0; l < LINE(T); l++) s += v[l];                                                    \
+    return s;                                                                                           \
+}                                                                                                       \
+static inline void pull4_##SUF(int scaled, const T *restrict x, int64_t sm, int64_t n, const T *restrict E, \
+                               const T *restrict F, const T *restrict K, const T *pf, T *restrict P,    \
+                               int64_t m) {                                                             \
+    const T *x0 = x, *x1 = x0 + sm, *x2 = x1 + sm, *x3 = x2 + sm;                                       \
+    line_##SUF acc[5][4];                                                                               \
+    memset(acc, 0, sizeof acc);                                                                         \
+    int64_t full = n - n % LINE(T);                                                                     \
+    for (int64_t i = 0; i < full; i += LINE(T)) {                                                       \
+        if (pf) {                                                                                       \
+            __builtin_prefetch(pf + i, 0, PF_LOCALITY);                                                 \
+            __builtin_prefetch(pf + sm + i, 0, PF_LOCALITY);                                            \
+            __builtin_prefetch(pf + 2 * sm + i, 0, PF_LOCALITY);                                        \
+            __builtin_prefetch(pf + 3 * sm + i, 0, PF_LOCALITY);                                        \
+        }                                                                                               \
+        line_##SUF v[4] = {load_##SUF(x0 + i), load_##SUF(x1 + i), load_##SUF(x2 + i), load_##SUF(x3 + i)}; \
+        if (scaled) {                                                                                   \
+            line_##SUF k = load_##SUF(K + i);                                                           \
+            for (int r = 0; r < 4; r++) v[r] *= k;                                                      \
+        }                                                                                               \
+        line_##SUF g = load_##SUF(E + i), h = load_##SUF(F + i), g2 = g * g, h2 = h * h;                \
+        for (int r = 0; r < 4; r++) {                                                                   \
+            acc[0][r] += v[r];                                                                          \
+            acc[1][r] += v[r] * g;                                                                      \
+            acc[2][r] += v[r] * g2;                                                                     \
+            acc[3][r] += v[r] * h;                                                                      \
+            acc[4][r] += v[r] * h2;                                                                     \
+        }                                                                                               \
+    }                                                                                                   \
+    T t[5][4] = {{0}};                                                                                  \
+    for (int64_t i = full; i < n; i++) {                                                                \
+        T g = E[i], h = F[i], w[5] = {1, g, g * g, h, h * h};                                           \
+        for (int r = 0; r < 4; r++) {                                                                   \
+            T v = scaled ? x[r * sm + i] * K[i] : x[r * sm + i];                                        \
+            for (int k = 0; k < 5; k++) t[k][r] += v * w[k];                                            \
+        }                                                                                               \
+    }                                                                                                   \
+    for (int k = 0; k < 5; k++)                                                                         \
+        for (int r = 0; r < 4; r++) P[k * m + r] += hsum_##SUF(acc[k][r]) + t[k][r];                    \
+}                                                                                                       \
+                                                                                                        \
+/* Block pullback of the first pass: P[k * m + j] += sum_i X[i,j] K[i] w_k[i] with the five weight      \
+ * rows w = (1, E, E^2, F, F^2) of a block of n positions (X and K, the scale or 0 for none, offset     \
+ * to the block's first position; the squares are formed here, not stored). */                          \
+static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,    \
+                                  const T *restrict E, const T *restrict F, const T *restrict K,        \
+                                  T *restrict P, const T *pf) {                                         \
+    T *P0 = P, *P1 = P + m, *P2 = P + 2 * m, *P3 = P + 3 * m, *P4 = P + 4 * m;                          \
+    if (sm == 1) { /* [d, m]: two rows at a time added into the five m-vectors */                       \
+        int64_t i = 0;                                                                                  \
+        for (; i + 2 <= n; i += 2) {                                                                    \
+            const T *x0 = X + i * sd, *x1 = x0 + sd;                                                    \
+            if (pf) /* the same two rows of the next block */                                           \
+                for (int64_t j = 0; j < 2 * sd; j += LINE(T)) __builtin_prefetch(pf + i * sd + j, 0, PF_LOCALITY); \
+            T a0 = K ? K[i] : (T)1, a1 = K ? K[i + 1] : (T)1;                                           \
+            T b0 = E[i] * a0, b1 = E[i + 1] * a1, c0 = E[i] * E[i] * a0, c1 = E[i + 1] * E[i + 1] * a1; \
+            T e0 = F[i] * a0, e1 = F[i + 1] * a1, f0 = F[i] * F[i] * a0, f1 = F[i + 1] * F[i + 1] * a1; \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t j = 0; j < m; j++) {                                                           \
+                T v0 = x0[j], v1 = x1[j];                                                               \
+                P0[j] += a0 * v0 + a1 * v1;                                                             \
+                P1[j] += b0 * v0 + b1 * v1;                                                             \
+                P2[j] += c0 * v0 + c1 * v1;                                                             \
+                P3[j] += e0 * v0 + e1 * v1;                                                             \
+                P4[j] += f0 * v0 + f1 * v1;                                                             \
+            }                                                                                           \
+        }                                                                                               \
+        for (; i < n; i++) {                                                                            \
+            const T *x0 = X + i * sd;                                                                   \
+            T a0 = K ? K[i] : (T)1, b0 = E[i] * a0, c0 = E[i] * E[i] * a0, e0 = F[i] * a0, f0 = F[i] * F[i] * a0; \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t j = 0; j < m; j++) {                                                           \
+                T v0 = x0[j];                                                                           \
+                P0[j] += a0 * v0;                                                                       \
+                P1[j] += b0 * v0;                                                                       \
+                P2[j] += c0 * v0;                                                                       \
+                P3[j] += e0 * v0;                                                                       \
+                P4[j] += f0 * v0;                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+        return;                                                                                         \
+    }                                                                                                   \
+    int64_t j = 0; /* [m, d]: dot products of four rows with the five weight rows */                    \
+    for (; j + 4 <= m; j += 4)                                                                          \
+        if (K) pull4_##SUF(1, X + j * sm, sm, n, E, F, K, pf ? pf + j * sm : 0, P + j, m);              \
+        else pull4_##SUF(0, X + j * sm, sm, n, E, F, K, pf ? pf + j * sm : 0, P + j, m);                \
+    for (; j < m; j++) {                                                                                \
+        const T *x0 = X + j * sm;                                                                       \
+        if (pf)                                                                                         \
+            for (int64_t i = 0; i < n; i += LINE(T)) __builtin_prefetch(pf + j * sm + i, 0, PF_LOCALITY); \
+        T a0 = 0, b0 = 0, c0 = 0, e0 = 0, f0 = 0;                                                       \
+        _Pragma("omp simd reduction(+:a0,b0,c0,e0,f0)")                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                               \
+            T v0 = K ? x0[i] * K[i] : x0[i], g = E[i], h = F[i];                                        \
+            a0 += v0, b0 += v0 * g, c0 += v0 * (g * g), e0 += v0 * h, f0 += v0 * (h * h);               \
+        }                                                                                               \
+        P0[j] += a0, P1[j] += b0, P2[j] += c0, P3[j] += e0, P4[j] += f0;                                \
+    }                                                                                                   \
+}                                                                                                       \
+                                                                                                        \
 /* gr[j] = sum_i X[i,j] r[i], gt[j] = sum_i X[i,j] rt[i] */                                             \
-static void pullback_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, int64_t sm,              \
-                           const T *restrict r, const T *restrict rt, T *restrict gr, T *restrict gt) {                                                 \
+static void pullback_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, int64_t sm,           \
+                           const T *restrict r, const T *restrict rt, T *restrict gr, T *restrict gt) { \
     for (int64_t j = 0; j < m; j++) gr[j] = gt[j] = 0;                                                  \
-    if (sm == 1) { /* [d, m]: four rows at a time added into the m-vectors */                          \
+    if (sm == 1) { /* [d, m]: four rows at a time added into the m-vectors */                           \
         int64_t i = 0;                                                                                  \
         for (; i + 4 <= d; i += 4) {                                                                    \
             const T *w0 = X + i * sd, *w1 = w0 + sd, *w2 = w1 + sd, *w3 = w2 + sd;                      \
@@ -213,7 +362,7 @@ static void pullback_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd
         return;                                                                                         \
     }                                                                                                   \
     for (int64_t c = 0; c < d; c += PB_CHUNK) { /* [m, d]: dot products of four rows with r, rt */      \
-        int64_t n = d - c < PB_CHUNK ? d - c : PB_CHUNK;                                                      \
+        int64_t n = d - c < PB_CHUNK ? d - c : PB_CHUNK;                                                \
         const T *rc = r + c, *tc = rt + c;                                                              \
         int64_t j = 0;                                                                                  \
         for (; j + 4 <= m; j += 4) {                                                                    \
@@ -248,9 +397,9 @@ static void pullback_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd
     }                                                                                                   \
 }                                                                                                       \
                                                                                                         \
-/* g = softmax(a) and h = softmax(b) in place (log-sum-exp: exp(x - max) / sum); returns the sums of   \
- * squares gg, hh, the inner product gh and sum (g h)^2 of the normalised weights. */                  \
-static void softmax2_##SUF(T *a, T *b, int64_t d, T mxa, T mxb, T *gg, T *hh, T *gh, T *dg) {          \
+/* g = softmax(a) and h = softmax(b) in place (log-sum-exp: exp(x - max) / sum); returns the sums of    \
+ * squares gg, hh, the inner product gh and sum (g h)^2 of the normalised weights. */                   \
+static void softmax2_##SUF(T *a, T *b, int64_t d, T mxa, T mxb, T *gg, T *hh, T *gh, T *dg) {           \
     double za = 0, zb = 0;                                                                              \
     _Pragma("omp simd reduction(+:za,zb)")                                                              \
     for (int64_t i = 0; i < d; i++) {                                                                   \
@@ -274,14 +423,15 @@ static void softmax2_##SUF(T *a, T *b, int64_t d, T mxa, T mxb, T *gg, T *hh, T 
     *gg = s_gg, *hh = s_hh, *gh = s_gh, *dg = s_dg;                                                     \
 }                                                                                                       \
                                                                                                         \
-static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,     \
-                          const T *theta0, int64_t a, int64_t b, T eta, int limit, int stop_bad,        \
-                          T *theta1, T *theta1t, T *loss, T *g1, T *h1, int64_t *head, int64_t *headt,  \
-                          T *w) {                                                                       \
-    T *g = g1, *h = h1; /* the outputs' rows hold the scores, weights and pullbacks until pass 3 */      \
-    T *q = w, *gr = q + 4 * m, *gt = gr + m; /* w: 4 queries of length m, then 2 gradients */           \
+/* Passes 1 and 2 as three passes would do them (for instances that stay in the cache between the       \
+ * passes, where the first pass's extra sums cost more than a second read): the scores and weights      \
+ * in the rows g, h (the outputs g1, h1, overwritten by pass 3), r and r~ formed there, then the        \
+ * gradients V^T r, V^T r~. Returns 1 when a score is not finite. */                                    \
+static int three_pass_12_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale, \
+                               const T *theta0, int64_t a, int64_t b, T *g, T *h, T *restrict gr,       \
+                               T *restrict gt, T *blk) {                                                \
     T *out[2] = {g, 0};                                                                                 \
-    scores_##SUF(X, d, m, sd, sm, scale, theta0, 1, out, 0); /* pass 1: s = V theta0 */                 \
+    scores_##SUF(X, d, m, sd, sm, scale, theta0, 1, out, 0, blk); /* pass 1: s = V theta0 */            \
     T mx = -INFINITY, mn = INFINITY;                                                                    \
     int bad = 0;                                                                                        \
     _Pragma("omp simd reduction(max:mx) reduction(min:mn) reduction(|:bad)")                            \
@@ -291,14 +441,7 @@ static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t 
         mx = v > mx ? v : mx;                                                                           \
         mn = v < mn ? v : mn;                                                                           \
     }                                                                                                   \
-    if (bad) {                                                                                          \
-        if (stop_bad) return 1;                                                                         \
-        for (int64_t j = 0; j < m; j++) theta1[j] = theta1t[j] = NAN;                                   \
-        for (int64_t i = 0; i < d; i++) g1[i] = h1[i] = NAN;                                            \
-        *loss = NAN;                                                                                    \
-        if (limit) *head = *headt = 0;                                                                  \
-        return 1;                                                                                       \
-    }                                                                                                   \
+    if (bad) return 1;                                                                                  \
     _Pragma("omp simd")                                                                                 \
     for (int64_t i = 0; i < d; i++) h[i] = -g[i];                                                       \
     T gg, hh, gh, dg;                                                                                   \
@@ -336,6 +479,98 @@ static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t 
             h[i] *= scale[i];                                                                           \
         }                                                                                               \
     pullback_##SUF(X, d, m, sd, sm, g, h, gr, gt); /* pass 2: V^T r, V^T r~ */                          \
+    return 0;                                                                                           \
+}                                                                                                       \
+                                                                                                        \
+/* Passes 1 and 2 in one read of V. Block by block: the scores s = V theta0, then E = exp(s - M),       \
+ * F = exp(N - s) (M, N the running maximum and minimum of s, the sums rescaled when they move, as      \
+ * in an online softmax) and the five m-vectors P = X^T diag(scale) [1, E, E^2, F, F^2]. The            \
+ * gradients follow in closed form, because g_i h_i = exp(N - M) / (Zg Zh) =: c is the same at          \
+ * every position: then t = 2 g.h - 2 g h = 2 c (d - 1), <g, du_g> = <h, du_h> = gg hh + t g.h -        \
+ * (g_a h_b + g_b h_a) =: L, and r = hh g^2 + c t - L g less g_a h_b at a and g_b h_a at b (r~ the      \
+ * same with g and h exchanged). w: 5 m sums, then 6 CHUNK of block workspace. Returns 1 when a         \
+ * score is not finite. */                                                                              \
+static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,   \
+                            const T *theta0, int64_t a, int64_t b, T *restrict gr, T *restrict gt,      \
+                            T *restrict P, T *restrict blk) {                                           \
+    T *S = blk, *Fb = blk + CHUNK;                                                                      \
+    memset(P, 0, (size_t)(5 * m) * sizeof(T));                                                          \
+    double zg = 0, zh = 0, eg = 0, eh = 0; /* sums of E, F, E^2, F^2 */                                 \
+    T M = -INFINITY, N = INFINITY, sa = 0, sb = 0;                                                      \
+    for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
+        int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
+        const T *Xc = X + (sm == 1 ? c * sd : c), *sc = scale ? scale + c : 0;                          \
+        const T *pf = c + n < d ? X + (sm == 1 ? (c + n) * sd : c + n) : 0; /* the next block */        \
+        block_scores_##SUF(Xc, n, m, sd, sm, sc, theta0, 1, S, 0);                                      \
+        T bmx = -INFINITY, bmn = INFINITY;                                                              \
+        int bad = 0;                                                                                    \
+        _Pragma("omp simd reduction(max:bmx) reduction(min:bmn) reduction(|:bad)")                      \
+        for (int64_t i = 0; i < n; i++) {                                                               \
+            T v = S[i];                                                                                 \
+            bad |= (v - v) != 0; /* inf or nan */                                                       \
+            bmx = v > bmx ? v : bmx;                                                                    \
+            bmn = v < bmn ? v : bmn;                                                                    \
+        }                                                                                               \
+        if (bad) return 1;                                                                              \
+        if (a >= c && a < c + n) sa = S[a - c];                                                         \
+        if (b >= c && b < c + n) sb = S[b - c];                                                         \
+        if (bmx > M) { /* a new maximum: rescale the sums of E and E^2 */                               \
+            double f = exp_nonpos((double)(M - bmx));                                                   \
+            T f1 = (T)f, f2 = (T)(f * f);                                                               \
+            for (int64_t j = 0; j < m; j++) P[m + j] *= f1, P[2 * m + j] *= f2;                         \
+            zg *= f, eg *= f * f, M = bmx;                                                              \
+        }                                                                                               \
+        if (bmn < N) {                                                                                  \
+            double f = exp_nonpos((double)(bmn - N));                                                   \
+            T f1 = (T)f, f2 = (T)(f * f);                                                               \
+            for (int64_t j = 0; j < m; j++) P[3 * m + j] *= f1, P[4 * m + j] *= f2;                     \
+            zh *= f, eh *= f * f, N = bmn;                                                              \
+        }                                                                                               \
+        double bzg = 0, bzh = 0, beg = 0, beh = 0;                                                      \
+        _Pragma("omp simd reduction(+:bzg,bzh,beg,beh)")                                                \
+        for (int64_t i = 0; i < n; i++) { /* E overwrites the scores */                                 \
+            T e = (T)exp_nonpos((double)(S[i] - M)), f = (T)exp_nonpos((double)(N - S[i]));             \
+            S[i] = e, Fb[i] = f;                                                                        \
+            bzg += e, bzh += f, beg += e * e, beh += f * f;                                             \
+        }                                                                                               \
+        zg += bzg, zh += bzh, eg += beg, eh += beh;                                                     \
+        block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, sc, P, pf);                                      \
+    }                                                                                                   \
+    T iz = (T)1 / (T)zg, jz = (T)1 / (T)zh;                                                             \
+    T gg = (T)eg * iz * iz, hh = (T)eh * jz * jz;                                                       \
+    T c = (T)exp_nonpos((double)(N - M)) * iz * jz, gh = (T)d * c, t = 2 * gh - 2 * c;                  \
+    T ga = (T)exp_nonpos((double)(sa - M)) * iz, gb = (T)exp_nonpos((double)(sb - M)) * iz;             \
+    T ha = (T)exp_nonpos((double)(N - sa)) * jz, hb = (T)exp_nonpos((double)(N - sb)) * jz;             \
+    T L = hh * gg + t * gh - (ga * hb + gb * ha);                                                       \
+    T ka = scale ? scale[a] : (T)1, kb = scale ? scale[b] : (T)1, c0 = c * t;                           \
+    T c2g = hh * iz * iz, c1g = L * iz, c2h = gg * jz * jz, c1h = L * jz;                               \
+    T la = ga * hb * ka, lb = gb * ha * kb, lta = ha * gb * ka, ltb = hb * ga * kb;                     \
+    const T *xa = X + a * sd, *xb = X + b * sd;                                                         \
+    for (int64_t j = 0; j < m; j++) {                                                                   \
+        T va = xa[j * sm], vb = xb[j * sm];                                                             \
+        gr[j] = c2g * P[2 * m + j] + c0 * P[j] - c1g * P[m + j] - la * va - lb * vb;                    \
+        gt[j] = c2h * P[4 * m + j] + c0 * P[j] - c1h * P[3 * m + j] - lta * va - ltb * vb;              \
+    }                                                                                                   \
+    return 0;                                                                                           \
+}                                                                                                       \
+                                                                                                        \
+/* One instance: w holds 6 CHUNK of block workspace, then 4 queries of length m, 2 gradients and        \
+ * the 5 m sums of the first pass. */                                                                   \
+static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,     \
+                          const T *theta0, int64_t a, int64_t b, T eta, int limit, int stop_bad,        \
+                          T *theta1, T *theta1t, T *loss, T *g1, T *h1, int64_t *head, int64_t *headt,  \
+                          int fused, T *w, T *blk) {                                                    \
+    T *q = w, *gr = q + 4 * m, *gt = gr + m, *P = gt + m;                                               \
+    if (fused ? first_pass_##SUF(X, d, m, sd, sm, scale, theta0, a, b, gr, gt, P, blk) /* passes 1, 2 */ \
+              : three_pass_12_##SUF(X, d, m, sd, sm, scale, theta0, a, b, g1, h1, gr, gt, blk)) {       \
+        if (stop_bad) return 1;                                                                         \
+        for (int64_t j = 0; j < m; j++) theta1[j] = theta1t[j] = NAN;                                   \
+        for (int64_t i = 0; i < d; i++) g1[i] = h1[i] = NAN;                                            \
+        *loss = NAN;                                                                                    \
+        if (limit) *head = *headt = 0;                                                                  \
+        return 1;                                                                                       \
+    }                                                                                                   \
+    T gg, hh, gh, dg;                                                                                   \
     for (int64_t j = 0; j < m; j++) {                                                                   \
         theta1[j] = q[j] = theta0[j] - eta * gr[j];                                                     \
         theta1t[j] = q[m + j] = -theta0[j] - eta * gt[j];                                               \
@@ -344,7 +579,7 @@ static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t 
     }                                                                                                   \
     T *o[2] = {g1, h1};                                                                                 \
     int64_t am[2];                                                                                      \
-    scores_##SUF(X, d, m, sd, sm, scale, q, limit ? 4 : 2, o, am); /* pass 3: the new scores */         \
+    scores_##SUF(X, d, m, sd, sm, scale, q, limit ? 4 : 2, o, am, blk); /* pass 3: the new scores */    \
     if (limit) *head = am[0], *headt = am[1];                                                           \
     T m1 = -INFINITY, m2 = -INFINITY;                                                                   \
     _Pragma("omp simd reduction(max:m1,m2)")                                                            \
@@ -362,7 +597,7 @@ typedef struct {                                                                
     int64_t B, d, m, sb, sd, sm, scb, tb, ub, eb;                                                       \
     const T *X, *scale, *theta0, *eta;                                                                  \
     const int64_t *support;                                                                             \
-    int limit, stop_bad;                                                                                \
+    int limit, stop_bad, fused;                                                                         \
     T *theta1, *theta1t, *loss, *g1, *h1;                                                               \
     int64_t *head, *headt, *bad, next, nbad, oom;                                                       \
 } job_##SUF;                                                                                            \
@@ -370,19 +605,23 @@ typedef struct {                                                                
 static void *worker_##SUF(void *arg) {                                                                  \
     job_##SUF *J = (job_##SUF *)arg;                                                                    \
     int64_t d = J->d, m = J->m, nbad = 0;                                                               \
-    T *w = (T *)malloc((size_t)(6 * m) * sizeof(T));                                            \
+    /* the blocks of CHUNK elements on the stack (a freed heap block of this size could make malloc     \
+     * hand back the top of the heap, and the caller's next outputs would fault their pages in again);  \
+     * the m-vectors (4 queries, 2 gradients, 5 sums) on the heap */                                    \
+    T blk[6 * CHUNK] __attribute__((aligned(64)));                                                      \
+    T *w = (T *)malloc((size_t)(11 * m) * sizeof(T));                                                   \
     if (!w) {                                                                                           \
         __atomic_fetch_add(&J->oom, 1, __ATOMIC_RELAXED);                                               \
         return 0;                                                                                       \
     }                                                                                                   \
-    for (;;) { /* dynamic scheduling: the next instance not yet taken */                               \
+    for (;;) { /* dynamic scheduling: the next instance not yet taken */                                \
         int64_t k = __atomic_fetch_add(&J->next, 1, __ATOMIC_RELAXED);                                  \
         if (k >= J->B) break;                                                                           \
         int r = instance_##SUF(J->X + k * J->sb, d, m, J->sd, J->sm, J->scale ? J->scale + k * J->scb : 0, \
-                               J->theta0 + k * J->tb, J->support[k * J->ub], J->support[k * J->ub + 1],   \
-                               J->eta[k * J->eb], J->limit, J->stop_bad, J->theta1 + k * m,              \
-                               J->theta1t + k * m, J->loss + k, J->g1 + k * d, J->h1 + k * d,            \
-                               J->head + k, J->headt + k, w);                                           \
+                               J->theta0 + k * J->tb, J->support[k * J->ub], J->support[k * J->ub + 1], \
+                               J->eta[k * J->eb], J->limit, J->stop_bad, J->theta1 + k * m,             \
+                               J->theta1t + k * m, J->loss + k, J->g1 + k * d, J->h1 + k * d,           \
+                               J->head + k, J->headt + k, J->fused, w, blk);                            \
         J->bad[k] = r;                                                                                  \
         nbad += r;                                                                                      \
     }                                                                                                   \
@@ -394,16 +633,16 @@ static void *worker_##SUF(void *arg) {                                          
 int64_t sxor_one_step_##SUF(int64_t B, int64_t d, int64_t m, const T *X, int64_t sb, int64_t sd,        \
                             int64_t sm, const T *scale, int64_t scb, const T *theta0, int64_t tb,       \
                             const int64_t *support, int64_t ub, const T *eta, int64_t eb, int limit,    \
-                            int stop_bad, int threads, T *theta1, T *theta1t, T *loss, T *g1, T *h1,    \
-                            int64_t *head, int64_t *headt, int64_t *bad) {                              \
+                            int stop_bad, int fused, int threads, T *theta1, T *theta1t, T *loss, T *g1, \
+                            T *h1, int64_t *head, int64_t *headt, int64_t *bad) {                       \
     job_##SUF J = {B, d, m, sb, sd, sm, scb, tb, ub, eb, X, scale, theta0, eta, support, limit,         \
-                   stop_bad, theta1, theta1t, loss, g1, h1, head, headt, bad, 0, 0, 0};                 \
+                   stop_bad, fused, theta1, theta1t, loss, g1, h1, head, headt, bad, 0, 0, 0};          \
     int n = threads < 1 ? 1 : threads;                                                                  \
     if (n > B) n = (int)B;                                                                              \
     if (n > MAX_THREADS) n = MAX_THREADS;                                                               \
     run_workers(worker_##SUF, &J, n);                                                                   \
-    return J.next < B ? -1 : J.nbad; /* -1: no thread could allocate its workspace */                                                    \
-}
+    return J.next < B ? -1 : J.nbad; /* -1: no thread could allocate its workspace */                   \
+}                                                                                                       \
 
 DEFINE_STEP(double, f64)
 DEFINE_STEP(float, f32)

@@ -1,9 +1,22 @@
 """A native CPU kernel for the one step of :mod:`sxor.xor.population` (softmax heads).
 
-The kernel (``_one_step.c`` beside this file, plain C) does the three passes over ``V`` of one
-step for a whole batch in one call, parallel over instances on ``torch.get_num_threads()``
-threads, in the layout ``V`` is stored in (``[..., m, d]`` contiguous along ``d``, as the sweeps
-draw it, or ``[..., d, m]``). It is compiled on first use with the system C compiler
+The kernel (``_one_step.c`` beside this file, plain C) does one step for a whole batch in one
+call, parallel over instances on ``torch.get_num_threads()`` threads, in the layout ``V`` is stored
+in (``[..., m, d]`` contiguous along ``d``, as the sweeps draw it, or ``[..., d, m]``).
+
+It reads ``V`` twice or three times (:func:`fused_first_pass`). The torch path reads it three
+times: the scores ``s = V theta0``, the gradients ``V^T r``, the new scores. Because
+``softmax(s)_i softmax(-s)_i = exp(min s - max s) / (Z_g Z_h)`` is the same at every position, the
+pullback ``r`` is ``hh g^2 + c t - L g`` with scalars ``hh, c, t, L`` known only at the end, plus
+the label terms at the support; so the first read can also collect ``V^T [1, E, E^2, F, F^2]``
+(``E = exp(s - max s)``, ``F = exp(min s - s)``, rescaled as the running maximum and minimum move)
+and the gradients follow without a second read (the derivation is in the source). That costs four
+more products per entry of ``V`` than a pullback of ``r``, so it pays only when ``V`` comes from
+memory on every read: instances of at least :data:`FUSED_MIN_BYTES` take the fused first pass,
+smaller ones (which stay in the cache from one read to the next) the three-pass form. The two
+differ in rounding only (both are compared with the torch path in the tests).
+
+It is compiled on first use with the system C compiler
 (``gcc -O3 -march=native -fopenmp``, never ``-ffast-math``; OpenMP's ``simd`` pragmas vectorise
 the reductions) into a per-user cache keyed by the source, the flags, the compiler's version and
 the CPU's flags, so a different machine or compiler compiles its own copy; the library is written
@@ -51,6 +64,11 @@ SOURCE = Path(__file__).with_name("_one_step.c")
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-pthread", "-fPIC", "-shared", "-std=gnu99", "-fno-math-errno"]
 #: The same without an OpenMP runtime (the kernel then starts POSIX threads).
 FLAGS_PTHREADS = [f if f != "-fopenmp" else "-fopenmp-simd" for f in FLAGS]
+
+#: Bytes of ``V`` per instance (``d * m * itemsize``) from which the kernel reads ``V`` twice
+#: instead of three times (:func:`fused_first_pass`). A fixed number, not the machine's cache size,
+#: so that which form runs, and so the rounding of a result, depends only on the problem.
+FUSED_MIN_BYTES = 8 << 20
 
 _state: dict = {}
 #: Values of ``SXOR_NATIVE`` that switch the kernel off.
@@ -184,8 +202,14 @@ def _load(path: str) -> ctypes.CDLL:
         fn = getattr(lib, name)
         fn.restype = i64
         fn.argtypes = [i64, i64, i64, p, i64, i64, i64, p, i64, p, i64, p, i64, p, i64, c_int, c_int, c_int,
-                       p, p, p, p, p, p, p, p]
+                       c_int, p, p, p, p, p, p, p, p]
     return lib
+
+
+def fused_first_pass(d: int, m: int, itemsize: int) -> bool:
+    """Whether the kernel fuses passes 1 and 2 (two reads of ``V``) for instances of ``d x m``
+    entries of ``itemsize`` bytes: when ``d * m * itemsize >= FUSED_MIN_BYTES``."""
+    return d * m * itemsize >= FUSED_MIN_BYTES
 
 
 def library() -> ctypes.CDLL | None:

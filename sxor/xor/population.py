@@ -460,9 +460,10 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     loss, g1, h1 = torch.empty(B, dtype=dtype), torch.empty(B, d, dtype=dtype), torch.empty(B, d, dtype=dtype)
     head, headt, bad = (torch.empty(B, dtype=torch.int64) for _ in range(3))
     fn = lib.sxor_one_step_f64 if dtype == torch.float64 else lib.sxor_one_step_f32
+    fused = native.fused_first_pass(d, m, X.element_size())
     nbad = fn(B, d, m, Xb.data_ptr(), Xb.stride(0) if B > 1 else 0, sd, sm,
               None if sc is None else sc.data_ptr(), d, th.data_ptr(), m, sup.data_ptr(), 2, et.data_ptr(), 1,
-              int(limit), int(check_rows), torch.get_num_threads(), theta1.data_ptr(), theta1t.data_ptr(),
+              int(limit), int(check_rows), int(fused), torch.get_num_threads(), theta1.data_ptr(), theta1t.data_ptr(),
               loss.data_ptr(), g1.data_ptr(), h1.data_ptr(), head.data_ptr(), headt.data_ptr(), bad.data_ptr())
     if nbad < 0:
         raise MemoryError("the native one-step kernel could not allocate its workspace")
@@ -471,7 +472,8 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         return None
     threads = max(1, min(torch.get_num_threads(), B, 256))  # as the kernel caps them (MAX_THREADS)
     _set_path("native", f"fused C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
-                        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}")
+                        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}, "
+                        f"{'two reads of V' if fused else 'three reads of V'}")
     if single:
         theta1, theta1t, loss, g1, h1, head, headt = (t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt))
     result = OneStepResult(theta1, theta1t, loss, g1, h1)
