@@ -59,6 +59,13 @@ def force_fused(monkeypatch, fused: bool) -> None:
     monkeypatch.setattr(native, "FUSED_MIN_BYTES", 0 if fused else 1 << 62)
 
 
+@pytest.fixture(params=["three reads", "two reads"])
+def form(request, monkeypatch):
+    """Runs a test once with the kernel's three-pass form and once with its fused first pass."""
+    force_fused(monkeypatch, request.param == "two reads")
+    return request.param
+
+
 @pytest.mark.parametrize("d, m, count", SHAPES)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("layout", ["md", "dm"])
@@ -79,7 +86,37 @@ def test_native_step_equals_the_torch_path(monkeypatch, d, m, count, dtype, layo
     assert population.last_path().reason.endswith("two reads of V" if fused else "three reads of V")
 
 
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+@pytest.mark.parametrize("spread", [1.0, 50.0, 800.0])
 @pytest.mark.parametrize("layout", ["md", "dm"])
+def test_the_fused_first_pass_rescales_as_the_extremes_move(monkeypatch, order, spread, layout):
+    """Rows sorted by their first score, so that the running maximum (or minimum) of the fused pass
+    moves in every block of 1024 positions; with a spread of 800 most weights underflow to 0."""
+    force_fused(monkeypatch, True)
+    inst = random_instances(2, 5000, 6, seed=13)
+    theta0 = inst.theta0 * spread
+    scores = torch.einsum("bdm,bm->bd", inst.V, theta0)
+    idx = scores.argsort(-1, descending=order == "descending")
+    V = torch.take_along_dim(inst.V, idx.unsqueeze(-1), -2)
+    V = V.contiguous() if layout == "dm" else V.transpose(-1, -2).contiguous().transpose(-1, -2)
+    for fn in (sxor.one_step, population.one_step_and_limit):
+        fast, slow = both_paths(monkeypatch, lambda: fn(V, theta0, inst.support, 1e4))
+        assert_same(fast, slow, torch.float64)
+
+
+@pytest.mark.parametrize("dtype, fused", [(torch.float64, True), (torch.float32, False)])
+def test_the_form_follows_the_bytes_of_one_instance(dtype, fused):
+    """d m itemsize >= FUSED_MIN_BYTES (8 MiB) reads V twice: d = 2^17, m = 8 is 8 MiB in float64
+    and 4 MiB in float32."""
+    assert native.FUSED_MIN_BYTES == 8 << 20
+    inst = random_instances(1, 2**17, 8, seed=3, dtype=dtype)
+    sxor.one_step(inst.V, inst.theta0, inst.support, 1e3)
+    assert population.last_path().reason.endswith("two reads of V" if fused else "three reads of V")
+    assert native.fused_first_pass(2**17, 8, 8) and not native.fused_first_pass(2**17 - 1, 8, 8)
+
+
+@pytest.mark.parametrize("layout", ["md", "dm"])
+@pytest.mark.usefixtures("form")
 def test_one_instance_and_scalar_eta(monkeypatch, layout):
     inst = random_instances(1, 300, 6, seed=4)
     V = inst.V[0] if layout == "md" else inst.V[0].contiguous()
@@ -88,6 +125,7 @@ def test_one_instance_and_scalar_eta(monkeypatch, layout):
     assert_same(fast, slow, torch.float64)
 
 
+@pytest.mark.usefixtures("form")
 def test_broadcast_query_and_support(monkeypatch):
     inst = random_instances(4, 128, 5, seed=6)
     fast, slow = both_paths(monkeypatch, lambda: sxor.one_step(inst.V, inst.theta0[0], inst.support[1], 3e3))
@@ -96,6 +134,7 @@ def test_broadcast_query_and_support(monkeypatch):
 
 
 @pytest.mark.parametrize("eta", [1e12, 0.0])
+@pytest.mark.usefixtures("form")
 def test_extreme_step_sizes_stay_finite(monkeypatch, eta):
     inst = random_instances(3, 512, 8, seed=9)
     fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit(inst.V, inst.theta0, inst.support, eta))
@@ -103,6 +142,7 @@ def test_extreme_step_sizes_stay_finite(monkeypatch, eta):
     assert_same(fast, slow, torch.float64)
 
 
+@pytest.mark.usefixtures("form")
 def test_the_grid_eta_at_long_d(monkeypatch):
     d = 2**15
     inst = random_instances(2, d, 12, seed=3)
@@ -111,6 +151,7 @@ def test_the_grid_eta_at_long_d(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.usefixtures("form")
 def test_factored_step_equals_the_torch_path(monkeypatch, dtype):
     nested = nested_instances(3, 700, 9, seed=2, dtype=dtype)
     for m in (2, 4, 9):  # (m = 1: ties in the argmax, see SHAPES)
@@ -122,6 +163,7 @@ def test_factored_step_equals_the_torch_path(monkeypatch, dtype):
         assert_same(fast, population.one_step_and_limit(dense.V, dense.theta0, dense.support, 5e4), dtype)
 
 
+@pytest.mark.usefixtures("form")
 def test_native_step_equals_the_benchmark_reference():
     spec = importlib.util.spec_from_file_location("bench_one_step", ROOT / "benchmarks" / "bench_one_step.py")
     bench = importlib.util.module_from_spec(spec)
@@ -150,6 +192,7 @@ def _step_on_one_and_on(threads: int, inst, eta):
         torch.set_num_threads(before)
 
 
+@pytest.mark.usefixtures("form")
 def test_threads_do_not_change_the_result():
     one, three, path = _step_on_one_and_on(3, random_instances(7, 2000, 10, seed=8), 1e5)
     assert "3 threads" in path.reason
@@ -159,6 +202,7 @@ def test_threads_do_not_change_the_result():
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 @pytest.mark.parametrize("layout", ["md", "dm"])
+@pytest.mark.usefixtures("form")
 def test_non_finite_v_gives_the_same_clear_error(bad, layout):
     inst = random_instances(3, 64, 4, seed=2)
     V = (inst.V if layout == "md" else inst.V.contiguous()).clone()
@@ -171,6 +215,7 @@ def test_non_finite_v_gives_the_same_clear_error(bad, layout):
         population.one_step_and_limit(V, theta0, inst.support, 1e3)
 
 
+@pytest.mark.usefixtures("form")
 def test_unchecked_non_finite_v_gives_nan_not_an_error():
     inst = random_instances(2, 64, 4, seed=2)
     V = inst.V.clone()
@@ -257,6 +302,7 @@ def test_unchecked_support_out_of_range_never_reaches_the_kernel():
     assert population.last_path().path == "torch"
 
 
+@pytest.mark.usefixtures("form")
 def test_unchecked_equal_support_positions_match_the_torch_path(monkeypatch):
     inst = random_instances(4, 64, 5, seed=1)
     support = inst.support.clone()
@@ -277,6 +323,7 @@ def test_unchecked_short_query_is_not_broadcast_by_the_kernel():
 
 
 @pytest.mark.parametrize("limit", [False, True])
+@pytest.mark.usefixtures("form")
 def test_an_empty_batch(monkeypatch, limit):
     inst = random_instances(3, 64, 5, seed=1)
     fn = population.one_step_and_limit if limit else sxor.one_step
@@ -286,6 +333,7 @@ def test_an_empty_batch(monkeypatch, limit):
 
 
 @pytest.mark.parametrize("layout", ["md", "dm"])
+@pytest.mark.usefixtures("form")
 def test_views_that_start_mid_storage(monkeypatch, layout):
     inst = random_instances(4, 64, 5, seed=1)
     base = inst.V if layout == "md" else inst.V.contiguous()
@@ -300,6 +348,7 @@ def test_views_that_start_mid_storage(monkeypatch, layout):
     assert_same(fast, slow, torch.float64)
 
 
+@pytest.mark.usefixtures("form")
 def test_expanded_embeddings_with_zero_strides(monkeypatch):
     inst = random_instances(4, 64, 5, seed=1)
     dm = inst.V.contiguous()
@@ -322,6 +371,7 @@ def test_expanded_embeddings_with_zero_strides(monkeypatch):
     assert_same(*both_paths(monkeypatch, lambda: sxor.one_step(cols, inst.theta0, inst.support, 1e3)), torch.float64)
 
 
+@pytest.mark.usefixtures("form")
 def test_all_equal_scores_and_a_zero_query(monkeypatch):
     inst = random_instances(4, 64, 5, seed=1)
     zero = torch.zeros_like(inst.theta0)
@@ -330,6 +380,7 @@ def test_all_equal_scores_and_a_zero_query(monkeypatch):
 
 
 @pytest.mark.parametrize("eta", ["per-instance", "one-element", 0.0, 1e12])
+@pytest.mark.usefixtures("form")
 def test_step_sizes(monkeypatch, eta):
     inst = random_instances(4, 256, 6, seed=5)
     eta = {"per-instance": torch.tensor([0.0, 1.0, 1e6, 1e12], dtype=torch.float64),
@@ -341,6 +392,7 @@ def test_step_sizes(monkeypatch, eta):
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
+@pytest.mark.usefixtures("form")
 def test_support_dtypes(monkeypatch, dtype):
     inst = random_instances(4, 64, 5, seed=1)
     support = inst.support.to(dtype)
@@ -357,6 +409,7 @@ def test_mixed_dtypes_are_refused_not_converted():
         sxor.one_step(inst.V, inst.theta0, inst.support.double(), 1e3)
 
 
+@pytest.mark.usefixtures("form")
 def test_more_threads_than_instances():
     one, many, path = _step_on_one_and_on(8, random_instances(2, 300, 5, seed=1), 1e4)
     assert path.path == "native" and "2 threads" in path.reason
@@ -380,6 +433,7 @@ def test_misaligned_embeddings_take_the_torch_path(monkeypatch):
 
 
 @pytest.mark.parametrize("layout", ["md", "dm"])
+@pytest.mark.usefixtures("form")
 def test_against_the_enumerated_reference(layout):
     """theta1 = theta0 - eta dL/dtheta with L summed over all 2^d inputs (autograd), and the loss
     after the step, both from sxor.xor.reference (d = 10)."""
@@ -475,6 +529,7 @@ def test_two_processes_compiling_at_once(tmp_path):
     assert len(built) == 1 and built[0].suffix == ".so"  # no temporary file left behind
 
 
+@pytest.mark.usefixtures("form")
 def test_factored_step_without_a_scale(monkeypatch):
     """``scale=None``: ``Z`` is still ``V^T [..., m, d]`` (the kernel once read it as ``[d, m]``, out
     of bounds when d > m)."""
@@ -498,6 +553,7 @@ def test_unchecked_scalar_query_or_support_is_not_broadcast_by_the_kernel():
     assert population.last_path().path == "torch"
 
 
+@pytest.mark.usefixtures("form")
 def test_lazily_negated_views_are_not_read_as_their_stored_values(monkeypatch):
     """torch._neg_view keeps the un-negated values in memory with a flag: the kernel must not read
     them raw (it once returned the step of -V or -theta0 silently)."""

@@ -1,12 +1,12 @@
-/* One population gradient step of Part I (softmax heads, antisymmetric init), fused: the three
- * passes over V of sxor.xor.population._one_step for a whole batch in one call, parallel over
- * instances (one thread per torch thread, instances handed out dynamically). Plain C99; compiled
- * by sxor/xor/native.py with -O3 -march=native and -fopenmp (never -ffast-math: the reductions are
- * vectorised explicitly with `omp simd reduction`). With -fopenmp the threads are an OpenMP
- * parallel region (run_workers): the library needs libgomp.so.1, which the dynamic loader resolves
- * to the runtime torch has already loaded when torch's is that library, so the kernel runs on
- * torch's own worker threads (sxor/xor/native.py checks that no second runtime was loaded).
- * Without OpenMP (-fopenmp-simd only) it starts POSIX threads.
+/* One population gradient step of Part I (softmax heads, antisymmetric init) for a whole batch in
+ * one call, parallel over instances (one thread per torch thread, instances handed out
+ * dynamically). Plain C99; compiled by sxor/xor/native.py with -O3 -march=native and -fopenmp
+ * (never -ffast-math: the reductions are vectorised explicitly with `omp simd reduction` or with
+ * vectors of one cache line). With -fopenmp the threads are an OpenMP parallel region
+ * (run_workers): the library needs libgomp.so.1, which the dynamic loader resolves to the runtime
+ * torch has already loaded when torch's is that library, so the kernel runs on torch's own worker
+ * threads (sxor/xor/native.py checks that no second runtime was loaded). Without OpenMP
+ * (-fopenmp-simd only) it starts POSIX threads.
  *
  * Per instance b, with V_b = diag(scale_b) X_b (scale optional) and X_b[i, j] at
  * X + b*sb + i*sd + j*sm (i < d, j < m), either sd == 1 (the [m, d] layout) or sm == 1 ([d, m]):
@@ -16,6 +16,20 @@
  *   theta1 = theta0 - eta grad, theta1~ = -theta0 - eta grad~;
  *   g1 = softmax(V theta1), h1 = softmax(V theta1~), loss = L(g1, h1);
  *   and with `limit`: head = argmax V(-grad), head~ = argmax V(-grad~).
+ *
+ * Two forms of the first two steps (`fused`, chosen by the caller from the size of an instance):
+ * three_pass_12 computes s, then r and r~ over d, then V^T r, V^T r~ (two reads of V, three with
+ * the new scores); first_pass reads V once for both. It rests on one identity: with
+ * E = exp(s - max s), F = exp(min s - s), Zg = sum E, Zh = sum F,
+ *   g_i h_i = E_i F_i / (Zg Zh) = exp(min s - max s) / (Zg Zh) =: c   at every position i,
+ * so t = 2 g.h - 2 g_i h_i = 2 c (d - 1) is a constant, g.h = d c, and
+ *   <g, du_g> = hh gg + t g.h - (g_a h_b + g_b h_a) = <h, du_h> =: L;
+ *   r_i = g_i (hh g_i + h_i t - L) = hh g_i^2 + c t - L g_i, less g_a h_b at a and g_b h_a at b;
+ *   r~_i = gg h_i^2 + c t - L h_i, less h_a g_b at a and h_b g_a at b.
+ * Hence grad = (hh / Zg^2) V^T E^2 + c t V^T 1 - (L / Zg) V^T E - labels, grad~ likewise with F,
+ * and one read of V suffices to collect the five m-vectors V^T [1, E, E^2, F, F^2] beside the
+ * scalars Zg, Zh, sum E^2, sum F^2 (E and F relative to the running max and min, the sums rescaled
+ * when these move, as in an online softmax).
  * Returns the number of instances whose first scores were not all finite (the caller re-runs
  * those through the torch path, which names the problem), or -1 when memory ran out.
  */
@@ -29,9 +43,6 @@
 #define LINE(T) (64 / (int64_t)sizeof(T)) /* elements of type T in a 64-byte cache line */
 #define PB_CHUNK 4096 /* elements of d per block of r, r~ in the three-pass [m, d] pullback (L2) */
 #define CHUNK 1024 /* elements of d per block in the [m, d] layout: up to four blocks of scores stay in L1 */
-#ifndef PF_LOCALITY
-#define PF_LOCALITY 2
-#endif
 
 /* exp(x) for x <= 0 (or NaN), branch-free so that loops over it vectorise: Cody-Waite reduction
  * x = k ln2 + r, |r| <= ln2 / 2, a degree-13 Taylor polynomial (truncation < 1e-17 relative), and
@@ -98,40 +109,14 @@ int sxor_openmp(void) {
 }
 
 #define DEFINE_STEP(T, SUF)                                                                             \
-/* acc_k[i] += sum_{l < 4} c.p[k][l] r_l[i] for lo <= i < hi and the first nq in {1, 2, 4} queries      \
- * (inlined with a constant nq, and in the main loop of block_scores with hi - lo one cache line; the   \
- * coefficients come by value, so that nothing the loop stores can alias them). */                      \
-typedef struct {                                                                                        \
-    T p[4][4];                                                                                          \
-} coef_##SUF;                                                                                           \
-static inline void update4_##SUF(int nq, T *restrict A0, T *restrict A1, T *restrict A2, T *restrict A3, \
-                                 const T *restrict r0, const T *restrict r1, const T *restrict r2,      \
-                                 const T *restrict r3, coef_##SUF c, int64_t lo, int64_t hi) {          \
-    _Pragma("omp simd")                                                                                 \
-    for (int64_t i = lo; i < hi; i++) {                                                                 \
-        T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                               \
-        A0[i] += c.p[0][0] * v0 + c.p[0][1] * v1 + c.p[0][2] * v2 + c.p[0][3] * v3;                     \
-        if (nq > 1) A1[i] += c.p[1][0] * v0 + c.p[1][1] * v1 + c.p[1][2] * v2 + c.p[1][3] * v3;         \
-        if (nq > 2) {                                                                                   \
-            A2[i] += c.p[2][0] * v0 + c.p[2][1] * v1 + c.p[2][2] * v2 + c.p[2][3] * v3;                 \
-            A3[i] += c.p[3][0] * v0 + c.p[3][1] * v1 + c.p[3][2] * v2 + c.p[3][3] * v3;                 \
-        }                                                                                               \
-    }                                                                                                   \
-}                                                                                                       \
-                                                                                                        \
 /* Scores of a block of n <= CHUNK positions for nq in {1, 2, 4} queries q_k (m apart in q):            \
  * acc[k * CHUNK + i] = scale[i] sum_j X[i,j] q_k[j] (scale optional), with X and scale already         \
- * offset to the block's first position. With pf (the next block, or 0) the block's reads are           \
- * interleaved with prefetches of the same lines of the next block into the cache, one for each         \
- * line read, so that memory streams while this block computes. */                                      \
+ * offset to the block's first position. */                                                             \
 static void block_scores_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,       \
-                               const T *restrict scale, const T *restrict q, int nq, T *restrict acc,   \
-                               const T *pf) {                                                           \
+                               const T *restrict scale, const T *restrict q, int nq, T *restrict acc) { \
     if (sm == 1) { /* [d, m]: a dot product per row and query */                                        \
         for (int64_t i = 0; i < n; i++) {                                                               \
             const T *row = X + i * sd;                                                                  \
-            if (pf)                                                                                     \
-                for (int64_t j = 0; j < m; j += LINE(T)) __builtin_prefetch(pf + i * sd + j, 0, PF_LOCALITY); \
             for (int k = 0; k < nq; k++) {                                                              \
                 const T *qk = q + k * m;                                                                \
                 T s = 0;                                                                                \
@@ -146,32 +131,34 @@ static void block_scores_##SUF(const T *restrict X, int64_t n, int64_t m, int64_
     /* [m, d]: the block's scores in L1, updated from four rows of X at a time */                       \
     T *A0 = acc, *A1 = acc + CHUNK, *A2 = acc + 2 * CHUNK, *A3 = acc + 3 * CHUNK;                       \
     for (int k = 0; k < nq; k++) memset(acc + k * CHUNK, 0, n * sizeof(T));                             \
-    int64_t j = 0, full = n - n % LINE(T);                                                              \
+    int64_t j = 0;                                                                                      \
     for (; j + 4 <= m; j += 4) {                                                                        \
         const T *r0 = X + j * sm, *r1 = r0 + sm, *r2 = r1 + sm, *r3 = r2 + sm;                          \
-        coef_##SUF c = {{{0}}};                                                                         \
-        for (int k = 0; k < nq; k++)                                                                    \
-            for (int l = 0; l < 4; l++) c.p[k][l] = q[k * m + j + l];                                   \
-        const T *f0 = pf ? pf + j * sm : r0, *f1 = f0 + sm, *f2 = f1 + sm, *f3 = f2 + sm;               \
-        for (int64_t i0 = 0; i0 < full; i0 += LINE(T)) {                                                \
-            if (pf) {                                                                                   \
-                __builtin_prefetch(f0 + i0, 0, PF_LOCALITY);                                            \
-                __builtin_prefetch(f1 + i0, 0, PF_LOCALITY);                                            \
-                __builtin_prefetch(f2 + i0, 0, PF_LOCALITY);                                            \
-                __builtin_prefetch(f3 + i0, 0, PF_LOCALITY);                                            \
+        const T *p0 = q + j, *p1 = q + m + j, *p2 = q + 2 * m + j, *p3 = q + 3 * m + j;                 \
+        if (nq == 1) {                                                                                  \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                A0[i] += p0[0] * r0[i] + p0[1] * r1[i] + p0[2] * r2[i] + p0[3] * r3[i];                 \
+        } else if (nq == 2) {                                                                           \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                       \
+                A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                             \
+                A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                             \
             }                                                                                           \
-            if (nq == 1) update4_##SUF(1, A0, A1, A2, A3, r0, r1, r2, r3, c, i0, i0 + LINE(T));         \
-            else if (nq == 2) update4_##SUF(2, A0, A1, A2, A3, r0, r1, r2, r3, c, i0, i0 + LINE(T));    \
-            else update4_##SUF(4, A0, A1, A2, A3, r0, r1, r2, r3, c, i0, i0 + LINE(T));                 \
+        } else {                                                                                        \
+            _Pragma("omp simd")                                                                         \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                       \
+                A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                             \
+                A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                             \
+                A2[i] += p2[0] * v0 + p2[1] * v1 + p2[2] * v2 + p2[3] * v3;                             \
+                A3[i] += p3[0] * v0 + p3[1] * v1 + p3[2] * v2 + p3[3] * v3;                             \
+            }                                                                                           \
         }                                                                                               \
-        if (nq == 1) update4_##SUF(1, A0, A1, A2, A3, r0, r1, r2, r3, c, full, n);                      \
-        else if (nq == 2) update4_##SUF(2, A0, A1, A2, A3, r0, r1, r2, r3, c, full, n);                 \
-        else update4_##SUF(4, A0, A1, A2, A3, r0, r1, r2, r3, c, full, n);                              \
     }                                                                                                   \
     for (; j < m; j++) {                                                                                \
         const T *r0 = X + j * sm;                                                                       \
-        if (pf)                                                                                         \
-            for (int64_t i = 0; i < n; i += LINE(T)) __builtin_prefetch(pf + j * sm + i, 0, PF_LOCALITY); \
         for (int k = 0; k < nq; k++) {                                                                  \
             T a = q[k * m + j], *Ak = acc + k * CHUNK;                                                  \
             _Pragma("omp simd")                                                                         \
@@ -199,8 +186,7 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
     if (nq == 4) am[0] = am[1] = 0;                                                                     \
     for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
         int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
-        const T *pf = c + n < d ? X + (sm == 1 ? (c + n) * sd : c + n) : 0; /* the next block */        \
-        block_scores_##SUF(X + (sm == 1 ? c * sd : c), n, m, sd, sm, scale ? scale + c : 0, q, nq, acc, pf); \
+        block_scores_##SUF(X + (sm == 1 ? c * sd : c), n, m, sd, sm, scale ? scale + c : 0, q, nq, acc); \
         for (int k = 0; k < nq; k++) {                                                                  \
             T *Ak = acc + k * CHUNK;                                                                    \
             if (k < 2) {                                                                                \
@@ -221,8 +207,7 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
 }                                                                                                       \
                                                                                                         \
 /* The [m, d] block pullback for four rows x_r = x + r * sm: P[k * m + r] += sum_i x_r[i] K[i] w_k[i]   \
- * (K only when scaled) with w = (1, E, E^2, F, F^2), in vectors of one cache line (20 accumulators),   \
- * each step also prefetching the same line of the four rows of the next block (pf, or 0). */           \
+ * (K only when scaled) with w = (1, E, E^2, F, F^2), in vectors of one cache line (20 accumulators). */ \
 typedef T line_##SUF __attribute__((vector_size(64)));                                                  \
 static inline line_##SUF load_##SUF(const T *p) {                                                       \
     line_##SUF v;                                                                                       \
@@ -235,19 +220,12 @@ static inline T hsum_##SUF(line_##SUF v) {                                      
     return s;                                                                                           \
 }                                                                                                       \
 static inline void pull4_##SUF(int scaled, const T *restrict x, int64_t sm, int64_t n, const T *restrict E, \
-                               const T *restrict F, const T *restrict K, const T *pf, T *restrict P,    \
-                               int64_t m) {                                                             \
+                               const T *restrict F, const T *restrict K, T *restrict P, int64_t m) {    \
     const T *x0 = x, *x1 = x0 + sm, *x2 = x1 + sm, *x3 = x2 + sm;                                       \
     line_##SUF acc[5][4];                                                                               \
     memset(acc, 0, sizeof acc);                                                                         \
     int64_t full = n - n % LINE(T);                                                                     \
     for (int64_t i = 0; i < full; i += LINE(T)) {                                                       \
-        if (pf) {                                                                                       \
-            __builtin_prefetch(pf + i, 0, PF_LOCALITY);                                                 \
-            __builtin_prefetch(pf + sm + i, 0, PF_LOCALITY);                                            \
-            __builtin_prefetch(pf + 2 * sm + i, 0, PF_LOCALITY);                                        \
-            __builtin_prefetch(pf + 3 * sm + i, 0, PF_LOCALITY);                                        \
-        }                                                                                               \
         line_##SUF v[4] = {load_##SUF(x0 + i), load_##SUF(x1 + i), load_##SUF(x2 + i), load_##SUF(x3 + i)}; \
         if (scaled) {                                                                                   \
             line_##SUF k = load_##SUF(K + i);                                                           \
@@ -279,14 +257,12 @@ static inline void pull4_##SUF(int scaled, const T *restrict x, int64_t sm, int6
  * to the block's first position; the squares are formed here, not stored). */                          \
 static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,    \
                                   const T *restrict E, const T *restrict F, const T *restrict K,        \
-                                  T *restrict P, const T *pf) {                                         \
+                                  T *restrict P) {                                                      \
     T *P0 = P, *P1 = P + m, *P2 = P + 2 * m, *P3 = P + 3 * m, *P4 = P + 4 * m;                          \
     if (sm == 1) { /* [d, m]: two rows at a time added into the five m-vectors */                       \
         int64_t i = 0;                                                                                  \
         for (; i + 2 <= n; i += 2) {                                                                    \
             const T *x0 = X + i * sd, *x1 = x0 + sd;                                                    \
-            if (pf) /* the same two rows of the next block */                                           \
-                for (int64_t j = 0; j < 2 * sd; j += LINE(T)) __builtin_prefetch(pf + i * sd + j, 0, PF_LOCALITY); \
             T a0 = K ? K[i] : (T)1, a1 = K ? K[i + 1] : (T)1;                                           \
             T b0 = E[i] * a0, b1 = E[i + 1] * a1, c0 = E[i] * E[i] * a0, c1 = E[i + 1] * E[i + 1] * a1; \
             T e0 = F[i] * a0, e1 = F[i + 1] * a1, f0 = F[i] * F[i] * a0, f1 = F[i + 1] * F[i + 1] * a1; \
@@ -317,12 +293,10 @@ static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int
     }                                                                                                   \
     int64_t j = 0; /* [m, d]: dot products of four rows with the five weight rows */                    \
     for (; j + 4 <= m; j += 4)                                                                          \
-        if (K) pull4_##SUF(1, X + j * sm, sm, n, E, F, K, pf ? pf + j * sm : 0, P + j, m);              \
-        else pull4_##SUF(0, X + j * sm, sm, n, E, F, K, pf ? pf + j * sm : 0, P + j, m);                \
+        if (K) pull4_##SUF(1, X + j * sm, sm, n, E, F, K, P + j, m);                                    \
+        else pull4_##SUF(0, X + j * sm, sm, n, E, F, K, P + j, m);                                      \
     for (; j < m; j++) {                                                                                \
         const T *x0 = X + j * sm;                                                                       \
-        if (pf)                                                                                         \
-            for (int64_t i = 0; i < n; i += LINE(T)) __builtin_prefetch(pf + j * sm + i, 0, PF_LOCALITY); \
         T a0 = 0, b0 = 0, c0 = 0, e0 = 0, f0 = 0;                                                       \
         _Pragma("omp simd reduction(+:a0,b0,c0,e0,f0)")                                                 \
         for (int64_t i = 0; i < n; i++) {                                                               \
@@ -500,8 +474,7 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
     for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
         int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
         const T *Xc = X + (sm == 1 ? c * sd : c), *sc = scale ? scale + c : 0;                          \
-        const T *pf = c + n < d ? X + (sm == 1 ? (c + n) * sd : c + n) : 0; /* the next block */        \
-        block_scores_##SUF(Xc, n, m, sd, sm, sc, theta0, 1, S, 0);                                      \
+        block_scores_##SUF(Xc, n, m, sd, sm, sc, theta0, 1, S);                                         \
         T bmx = -INFINITY, bmn = INFINITY;                                                              \
         int bad = 0;                                                                                    \
         _Pragma("omp simd reduction(max:bmx) reduction(min:bmn) reduction(|:bad)")                      \
@@ -534,7 +507,7 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
             bzg += e, bzh += f, beg += e * e, beh += f * f;                                             \
         }                                                                                               \
         zg += bzg, zh += bzh, eg += beg, eh += beh;                                                     \
-        block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, sc, P, pf);                                      \
+        block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, sc, P);                                          \
     }                                                                                                   \
     T iz = (T)1 / (T)zg, jz = (T)1 / (T)zh;                                                             \
     T gg = (T)eg * iz * iz, hh = (T)eh * jz * jz;                                                       \
