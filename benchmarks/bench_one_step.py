@@ -9,7 +9,8 @@ It measures, for each (d, m, batch):
   :func:`reference_one_step` (a straightforward batched closed form written here), interleaved,
   median of ``--repeats``: instances per second, the ratio of the two, the largest difference
   of their results, and the memory bandwidth implied by three reads of ``V`` per instance (what
-  ``sxor.one_step``'s three passes must move) as a fraction of the copy bandwidth ``y.copy_(x)``;
+  a three-pass step must move; the kernel reads ``V`` twice from 8 MiB per instance) as a
+  fraction of the copy bandwidth ``y.copy_(x)``;
 * closed form, one instance at a time in a Python loop;
 * autograd through a Monte-Carlo loss (``sxor.xor.reference.monte_carlo_loss``) with enough samples
   that the gradient's relative standard error is ``--epsilon`` (default 1%).
@@ -145,8 +146,8 @@ def best_time(fn, device: torch.device, repeats: int = 3) -> float:
 
 
 def read_limit(Vt, device: torch.device, repeats: int = 5) -> float:
-    """The physical limit of a three-pass step on ``V``: three times the fastest streaming read
-    of the same array, ``Vt.sum()`` over ``Vt = V^T [B, m, d]`` contiguous (best of ``repeats``)."""
+    """The physical limit of a three-pass step on ``V`` (the kernel's two-read form can beat
+    it): three times the fastest streaming read of the same array, ``Vt.sum()`` over ``Vt = V^T [B, m, d]`` contiguous (best of ``repeats``)."""
     return 3 * best_time(lambda: Vt.sum(), device, repeats=repeats)
 
 

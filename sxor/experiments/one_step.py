@@ -113,7 +113,7 @@ def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
 
 def grid_measure(eta: float):
     """A :func:`sxor.xor.sweeps.sweep_m` measure for the success grid: failure mode at step ``eta``
-    and in the argmax limit (both from the same three passes over ``V``), the loss, and the
+    and in the argmax limit (both from the same reads of ``V``), the loss, and the
     per-input error bound :func:`sxor.xor.analysis.sup_error_bound` after the step."""
 
     def measure(batch: ScaledInstances) -> dict[str, torch.Tensor]:

@@ -528,7 +528,7 @@ def one_step_and_limit(
     *,
     check: bool = True,
 ) -> StepAndLimit:
-    """:func:`one_step` and, from the same three passes over ``V``, where each head sits in the
+    """:func:`one_step` and, from the same reads of ``V``, where each head sits in the
     ``eta -> infinity`` limit (:func:`sxor.xor.analysis.argmax_limit`).
 
     ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
