@@ -10,9 +10,9 @@ times: the scores ``s = V theta0``, the gradients ``V^T r``, the new scores. Bec
 pullback ``r`` is ``hh g^2 + c t - L g`` with scalars ``hh, c, t, L`` known only at the end, plus
 the label terms at the support; so the first read can also collect ``V^T [1, E, E^2, F, F^2]``
 (``E = exp(s - max s)``, ``F = exp(min s - s)``, rescaled as the running maximum and minimum move)
-and the gradients follow without a second read (the derivation is in the source). That costs four
-more products per entry of ``V`` than a pullback of ``r``, so it pays only when ``V`` comes from
-memory on every read: instances of at least :data:`FUSED_MIN_BYTES` take the fused first pass,
+and the gradients follow without a second read (the derivation is in the source). The first read
+then keeps five running sums per entry of ``V`` where a pullback of ``r, r~`` keeps two, so it pays
+only when ``V`` comes from memory on every read: instances of at least :data:`FUSED_MIN_BYTES` take the fused first pass,
 smaller ones (which stay in the cache from one read to the next) the three-pass form. The two
 differ in rounding only (both are compared with the torch path in the tests).
 
