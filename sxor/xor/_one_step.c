@@ -22,16 +22,22 @@
  * the new scores); first_pass reads V once for both. It rests on one identity: with
  * E = exp(s - max s), F = exp(min s - s), Zg = sum E, Zh = sum F,
  *   g_i h_i = E_i F_i / (Zg Zh) = exp(min s - max s) / (Zg Zh) =: c   at every position i,
- * so t = 2 g.h - 2 g_i h_i = 2 c (d - 1) is a constant, g.h = d c, and
- *   <g, du_g> = hh gg + t g.h - (g_a h_b + g_b h_a) = <h, du_h> =: L;
+ * so t = 2 g.h - 2 g_i h_i = 2 c (d - 1) is a constant, g.h = d c, and (equal for any g, h; only
+ * the constant t uses the identity)
+ *   <g, du_g> = <h, du_h> = hh gg + t g.h - (g_a h_b + g_b h_a) =: L;
  *   r_i = g_i (hh g_i + h_i t - L) = hh g_i^2 + c t - L g_i, less g_a h_b at a and g_b h_a at b;
  *   r~_i = gg h_i^2 + c t - L h_i, less h_a g_b at a and h_b g_a at b.
- * Hence grad = (hh / Zg^2) V^T E^2 + c t V^T 1 - (L / Zg) V^T E - labels, grad~ likewise with F,
+ * Hence grad = (hh / Zg^2) V^T E^2 + c t V^T 1 - (L / Zg) V^T E - g_a h_b V_a - g_b h_a V_b (V_i
+ * the rows of V at the support, read at the end), grad~ likewise with F,
  * and one read of V suffices to collect the five m-vectors V^T [1, E, E^2, F, F^2] beside the
  * scalars Zg, Zh, sum E^2, sum F^2 (E and F relative to the running max and min, the sums rescaled
  * when these move, as in an online softmax).
+ * The combination cancels; where it would cancel badly (a head saturated on a support position)
+ * the instance is redone in three passes (the end of first_pass).
+ *
  * Returns the number of instances whose first scores were not all finite (the caller re-runs
- * those through the torch path, which names the problem), or -1 when memory ran out.
+ * those through the torch path, which names the problem), or -1 when memory ran out; bad[k] is 1
+ * for those, 2 for an instance that the fused first pass handed to the three-pass form, else 0.
  */
 #include <math.h>
 #include <pthread.h>
@@ -43,6 +49,10 @@
 #define LINE(T) (64 / (int64_t)sizeof(T)) /* elements of type T in a 64-byte cache line */
 #define PB_CHUNK 4096 /* elements of d per block of r, r~ in the three-pass [m, d] pullback (L2) */
 #define CHUNK 1024 /* elements of d per block in the [m, d] layout: up to four blocks of scores stay in L1 */
+/* The fused first pass gives way to three passes for an instance whose gradient is smaller than
+ * 1/256 of the size of the terms it is combined from (their rounding error then exceeds about 256
+ * ulps of the gradient; on the sphere's keys with |s| <= 1 the ratio stays near 4 to 20). */
+#define FUSED_MAX_CANCELLATION 256
 
 /* exp(x) for x <= 0 (or NaN), branch-free so that loops over it vectorise: Cody-Waite reduction
  * x = k ln2 + r, |r| <= ln2 / 2, a degree-13 Taylor polynomial (truncation < 1e-17 relative), and
@@ -207,7 +217,8 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
 }                                                                                                       \
                                                                                                         \
 /* The [m, d] block pullback for four rows x_r = x + r * sm: P[k * m + r] += sum_i x_r[i] K[i] w_k[i]   \
- * (K only when scaled) with w = (1, E, E^2, F, F^2), in vectors of one cache line (20 accumulators). */ \
+ * (K only when scaled) with w = (1, E, E^2, F, F^2), and P[5 m + r] += sum_i (x_r[i] K[i])^2, in       \
+ * vectors of one cache line (24 accumulators). */                                                      \
 typedef T line_##SUF __attribute__((vector_size(64)));                                                  \
 static inline line_##SUF load_##SUF(const T *p) {                                                       \
     line_##SUF v;                                                                                       \
@@ -222,7 +233,7 @@ static inline T hsum_##SUF(line_##SUF v) {                                      
 static inline void pull4_##SUF(int scaled, const T *restrict x, int64_t sm, int64_t n, const T *restrict E, \
                                const T *restrict F, const T *restrict K, T *restrict P, int64_t m) {    \
     const T *x0 = x, *x1 = x0 + sm, *x2 = x1 + sm, *x3 = x2 + sm;                                       \
-    line_##SUF acc[5][4];                                                                               \
+    line_##SUF acc[6][4];                                                                               \
     memset(acc, 0, sizeof acc);                                                                         \
     int64_t full = n - n % LINE(T);                                                                     \
     for (int64_t i = 0; i < full; i += LINE(T)) {                                                       \
@@ -238,17 +249,19 @@ static inline void pull4_##SUF(int scaled, const T *restrict x, int64_t sm, int6
             acc[2][r] += v[r] * g2;                                                                     \
             acc[3][r] += v[r] * h;                                                                      \
             acc[4][r] += v[r] * h2;                                                                     \
+            acc[5][r] += v[r] * v[r];                                                                   \
         }                                                                                               \
     }                                                                                                   \
-    T t[5][4] = {{0}};                                                                                  \
+    T t[6][4] = {{0}};                                                                                  \
     for (int64_t i = full; i < n; i++) {                                                                \
         T g = E[i], h = F[i], w[5] = {1, g, g * g, h, h * h};                                           \
         for (int r = 0; r < 4; r++) {                                                                   \
             T v = scaled ? x[r * sm + i] * K[i] : x[r * sm + i];                                        \
             for (int k = 0; k < 5; k++) t[k][r] += v * w[k];                                            \
+            t[5][r] += v * v;                                                                           \
         }                                                                                               \
     }                                                                                                   \
-    for (int k = 0; k < 5; k++)                                                                         \
+    for (int k = 0; k < 6; k++)                                                                         \
         for (int r = 0; r < 4; r++) P[k * m + r] += hsum_##SUF(acc[k][r]) + t[k][r];                    \
 }                                                                                                       \
                                                                                                         \
@@ -258,17 +271,19 @@ static inline void pull4_##SUF(int scaled, const T *restrict x, int64_t sm, int6
 static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,    \
                                   const T *restrict E, const T *restrict F, const T *restrict K,        \
                                   T *restrict P) {                                                      \
-    T *P0 = P, *P1 = P + m, *P2 = P + 2 * m, *P3 = P + 3 * m, *P4 = P + 4 * m;                          \
-    if (sm == 1) { /* [d, m]: two rows at a time added into the five m-vectors */                       \
+    T *P0 = P, *P1 = P + m, *P2 = P + 2 * m, *P3 = P + 3 * m, *P4 = P + 4 * m, *P5 = P + 5 * m;         \
+    if (sm == 1) { /* [d, m]: two rows at a time added into the six m-vectors */                        \
         int64_t i = 0;                                                                                  \
         for (; i + 2 <= n; i += 2) {                                                                    \
             const T *x0 = X + i * sd, *x1 = x0 + sd;                                                    \
             T a0 = K ? K[i] : (T)1, a1 = K ? K[i + 1] : (T)1;                                           \
             T b0 = E[i] * a0, b1 = E[i + 1] * a1, c0 = E[i] * E[i] * a0, c1 = E[i + 1] * E[i + 1] * a1; \
             T e0 = F[i] * a0, e1 = F[i + 1] * a1, f0 = F[i] * F[i] * a0, f1 = F[i + 1] * F[i + 1] * a1; \
+            T q0 = a0 * a0, q1 = a1 * a1;                                                               \
             _Pragma("omp simd")                                                                         \
             for (int64_t j = 0; j < m; j++) {                                                           \
                 T v0 = x0[j], v1 = x1[j];                                                               \
+                P5[j] += q0 * (v0 * v0) + q1 * (v1 * v1);                                               \
                 P0[j] += a0 * v0 + a1 * v1;                                                             \
                 P1[j] += b0 * v0 + b1 * v1;                                                             \
                 P2[j] += c0 * v0 + c1 * v1;                                                             \
@@ -279,9 +294,11 @@ static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int
         for (; i < n; i++) {                                                                            \
             const T *x0 = X + i * sd;                                                                   \
             T a0 = K ? K[i] : (T)1, b0 = E[i] * a0, c0 = E[i] * E[i] * a0, e0 = F[i] * a0, f0 = F[i] * F[i] * a0; \
+            T q0 = a0 * a0;                                                                             \
             _Pragma("omp simd")                                                                         \
             for (int64_t j = 0; j < m; j++) {                                                           \
                 T v0 = x0[j];                                                                           \
+                P5[j] += q0 * (v0 * v0);                                                                \
                 P0[j] += a0 * v0;                                                                       \
                 P1[j] += b0 * v0;                                                                       \
                 P2[j] += c0 * v0;                                                                       \
@@ -291,19 +308,19 @@ static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int
         }                                                                                               \
         return;                                                                                         \
     }                                                                                                   \
-    int64_t j = 0; /* [m, d]: dot products of four rows with the five weight rows */                    \
+    int64_t j = 0; /* [m, d]: dot products of four rows with the five weight rows, and squares */       \
     for (; j + 4 <= m; j += 4)                                                                          \
         if (K) pull4_##SUF(1, X + j * sm, sm, n, E, F, K, P + j, m);                                    \
         else pull4_##SUF(0, X + j * sm, sm, n, E, F, K, P + j, m);                                      \
     for (; j < m; j++) {                                                                                \
         const T *x0 = X + j * sm;                                                                       \
-        T a0 = 0, b0 = 0, c0 = 0, e0 = 0, f0 = 0;                                                       \
-        _Pragma("omp simd reduction(+:a0,b0,c0,e0,f0)")                                                 \
+        T a0 = 0, b0 = 0, c0 = 0, e0 = 0, f0 = 0, q0 = 0;                                               \
+        _Pragma("omp simd reduction(+:a0,b0,c0,e0,f0,q0)")                                              \
         for (int64_t i = 0; i < n; i++) {                                                               \
             T v0 = K ? x0[i] * K[i] : x0[i], g = E[i], h = F[i];                                        \
-            a0 += v0, b0 += v0 * g, c0 += v0 * (g * g), e0 += v0 * h, f0 += v0 * (h * h);               \
+            a0 += v0, b0 += v0 * g, c0 += v0 * (g * g), e0 += v0 * h, f0 += v0 * (h * h), q0 += v0 * v0; \
         }                                                                                               \
-        P0[j] += a0, P1[j] += b0, P2[j] += c0, P3[j] += e0, P4[j] += f0;                                \
+        P0[j] += a0, P1[j] += b0, P2[j] += c0, P3[j] += e0, P4[j] += f0, P5[j] += q0;                   \
     }                                                                                                   \
 }                                                                                                       \
                                                                                                         \
@@ -462,14 +479,15 @@ static int three_pass_12_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int
  * gradients follow in closed form, because g_i h_i = exp(N - M) / (Zg Zh) =: c is the same at          \
  * every position: then t = 2 g.h - 2 g h = 2 c (d - 1), <g, du_g> = <h, du_h> = gg hh + t g.h -        \
  * (g_a h_b + g_b h_a) =: L, and r = hh g^2 + c t - L g less g_a h_b at a and g_b h_a at b (r~ the      \
- * same with g and h exchanged). w: 5 m sums, then 6 CHUNK of block workspace. Returns 1 when a         \
- * score is not finite. */                                                                              \
+ * same with g and h exchanged). P: 6 m sums (the sixth of (X K)^2, for the error bound); blk: 2 CHUNK  \
+ * of block workspace. Returns 1 when a score is not finite, 2 when the result would lose more than     \
+ * FUSED_MAX_CANCELLATION to cancellation (see the end), else 0. */                                     \
 static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,   \
                             const T *theta0, int64_t a, int64_t b, T *restrict gr, T *restrict gt,      \
                             T *restrict P, T *restrict blk) {                                           \
     T *S = blk, *Fb = blk + CHUNK;                                                                      \
-    memset(P, 0, (size_t)(5 * m) * sizeof(T));                                                          \
-    double zg = 0, zh = 0, eg = 0, eh = 0; /* sums of E, F, E^2, F^2 */                                 \
+    memset(P, 0, (size_t)(6 * m) * sizeof(T));                                                          \
+    double zg = 0, zh = 0, eg = 0, eh = 0, eg4 = 0, eh4 = 0; /* sums of E, F, E^2, F^2, E^4, F^4 */     \
     T M = -INFINITY, N = INFINITY, sa = 0, sb = 0;                                                      \
     for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
         int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
@@ -491,22 +509,23 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
             double f = exp_nonpos((double)(M - bmx));                                                   \
             T f1 = (T)f, f2 = (T)(f * f);                                                               \
             for (int64_t j = 0; j < m; j++) P[m + j] *= f1, P[2 * m + j] *= f2;                         \
-            zg *= f, eg *= f * f, M = bmx;                                                              \
+            zg *= f, eg *= f * f, eg4 *= (f * f) * (f * f), M = bmx;                                    \
         }                                                                                               \
         if (bmn < N) {                                                                                  \
             double f = exp_nonpos((double)(bmn - N));                                                   \
             T f1 = (T)f, f2 = (T)(f * f);                                                               \
             for (int64_t j = 0; j < m; j++) P[3 * m + j] *= f1, P[4 * m + j] *= f2;                     \
-            zh *= f, eh *= f * f, N = bmn;                                                              \
+            zh *= f, eh *= f * f, eh4 *= (f * f) * (f * f), N = bmn;                                    \
         }                                                                                               \
-        double bzg = 0, bzh = 0, beg = 0, beh = 0;                                                      \
-        _Pragma("omp simd reduction(+:bzg,bzh,beg,beh)")                                                \
+        double bzg = 0, bzh = 0, beg = 0, beh = 0, beg4 = 0, beh4 = 0;                                  \
+        _Pragma("omp simd reduction(+:bzg,bzh,beg,beh,beg4,beh4)")                                      \
         for (int64_t i = 0; i < n; i++) { /* E overwrites the scores */                                 \
             T e = (T)exp_nonpos((double)(S[i] - M)), f = (T)exp_nonpos((double)(N - S[i]));             \
             S[i] = e, Fb[i] = f;                                                                        \
-            bzg += e, bzh += f, beg += e * e, beh += f * f;                                             \
+            double e2 = (double)e * e, f2 = (double)f * f;                                              \
+            bzg += e, bzh += f, beg += e2, beh += f2, beg4 += e2 * e2, beh4 += f2 * f2;                 \
         }                                                                                               \
-        zg += bzg, zh += bzh, eg += beg, eh += beh;                                                     \
+        zg += bzg, zh += bzh, eg += beg, eh += beh, eg4 += beg4, eh4 += beh4;                           \
         block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, sc, P);                                          \
     }                                                                                                   \
     T iz = (T)1 / (T)zg, jz = (T)1 / (T)zh;                                                             \
@@ -519,23 +538,38 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
     T c2g = hh * iz * iz, c1g = L * iz, c2h = gg * jz * jz, c1h = L * jz;                               \
     T la = ga * hb * ka, lb = gb * ha * kb, lta = ha * gb * ka, ltb = hb * ga * kb;                     \
     const T *xa = X + a * sd, *xb = X + b * sd;                                                         \
+    /* The combination cancels: its rounding error is at most a few ulps of the size of its terms,      \
+     * which Cauchy-Schwarz bounds by sqrt(sum_i (X_ij K_i)^2) (P[5 m + j]) times the norms of the      \
+     * weights, plus the label terms. Where that size exceeds FUSED_MAX_CANCELLATION times the          \
+     * gradient's (a head saturated on a support position, whose true gradient nearly vanishes),        \
+     * the caller recomputes the instance in three passes, which form r position by position. */        \
+    double sg = sqrt(eg4) * fabs((double)c2g) + sqrt((double)d) * fabs((double)c0) + sqrt(eg) * fabs((double)c1g); \
+    double sh = sqrt(eh4) * fabs((double)c2h) + sqrt((double)d) * fabs((double)c0) + sqrt(eh) * fabs((double)c1h); \
+    double ng = 0, nh = 0, tg = 0, th = 0;                                                              \
     for (int64_t j = 0; j < m; j++) {                                                                   \
         T va = xa[j * sm], vb = xb[j * sm];                                                             \
         gr[j] = c2g * P[2 * m + j] + c0 * P[j] - c1g * P[m + j] - la * va - lb * vb;                    \
         gt[j] = c2h * P[4 * m + j] + c0 * P[j] - c1h * P[3 * m + j] - lta * va - ltb * vb;              \
+        double q = sqrt((double)P[5 * m + j]), ua = fabs((double)va), ub = fabs((double)vb);            \
+        double bg = q * sg + fabs((double)la) * ua + fabs((double)lb) * ub;                             \
+        double bh = q * sh + fabs((double)lta) * ua + fabs((double)ltb) * ub;                           \
+        ng += (double)gr[j] * gr[j], nh += (double)gt[j] * gt[j], tg += bg * bg, th += bh * bh;         \
     }                                                                                                   \
-    return 0;                                                                                           \
+    const double k2 = (double)FUSED_MAX_CANCELLATION * FUSED_MAX_CANCELLATION;                          \
+    return tg <= k2 * ng && th <= k2 * nh ? 0 : 2; /* 2 (also for a nan): three passes instead */       \
 }                                                                                                       \
                                                                                                         \
-/* One instance: w holds 6 CHUNK of block workspace, then 4 queries of length m, 2 gradients and        \
- * the 5 m sums of the first pass. */                                                                   \
+/* One instance: w holds 4 queries of length m, 2 gradients and the 6 m sums of the fused first         \
+ * pass; blk, 4 CHUNK of block workspace (the scores of pass 3; the fused first pass uses 2). */        \
 static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,     \
                           const T *theta0, int64_t a, int64_t b, T eta, int limit, int stop_bad,        \
                           T *theta1, T *theta1t, T *loss, T *g1, T *h1, int64_t *head, int64_t *headt,  \
                           int fused, T *w, T *blk) {                                                    \
     T *q = w, *gr = q + 4 * m, *gt = gr + m, *P = gt + m;                                               \
-    if (fused ? first_pass_##SUF(X, d, m, sd, sm, scale, theta0, a, b, gr, gt, P, blk) /* passes 1, 2 */ \
-              : three_pass_12_##SUF(X, d, m, sd, sm, scale, theta0, a, b, g1, h1, gr, gt, blk)) {       \
+    int r = fused ? first_pass_##SUF(X, d, m, sd, sm, scale, theta0, a, b, gr, gt, P, blk) : 2; /* 1, 2 */ \
+    int fell_back = fused && r == 2;                                                                    \
+    if (r == 2) r = three_pass_12_##SUF(X, d, m, sd, sm, scale, theta0, a, b, g1, h1, gr, gt, blk);     \
+    if (r) {                                                                                            \
         if (stop_bad) return 1;                                                                         \
         for (int64_t j = 0; j < m; j++) theta1[j] = theta1t[j] = NAN;                                   \
         for (int64_t i = 0; i < d; i++) g1[i] = h1[i] = NAN;                                            \
@@ -563,7 +597,7 @@ static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t 
     softmax2_##SUF(g1, h1, d, m1, m2, &gg, &hh, &gh, &dg);                                              \
     T label = g1[a] * h1[b] + g1[b] * h1[a];                                                            \
     *loss = (T)0.5 * (gg * hh + 2 * gh * gh - 2 * dg) - label + (T)0.5;                                 \
-    return 0;                                                                                           \
+    return fell_back ? 2 : 0; /* 2: the fused first pass gave way to three passes */                    \
 }                                                                                                       \
                                                                                                         \
 typedef struct {                                                                                        \
@@ -580,9 +614,9 @@ static void *worker_##SUF(void *arg) {                                          
     int64_t d = J->d, m = J->m, nbad = 0;                                                               \
     /* the blocks of CHUNK elements on the stack (a freed heap block of this size could make malloc     \
      * hand back the top of the heap, and the caller's next outputs would fault their pages in again);  \
-     * the m-vectors (4 queries, 2 gradients, 5 sums) on the heap */                                    \
-    T blk[6 * CHUNK] __attribute__((aligned(64)));                                                      \
-    T *w = (T *)malloc((size_t)(11 * m) * sizeof(T));                                                   \
+     * the m-vectors (4 queries, 2 gradients, 6 sums) on the heap */                                    \
+    T blk[4 * CHUNK] __attribute__((aligned(64)));                                                      \
+    T *w = (T *)malloc((size_t)(12 * m) * sizeof(T));                                                   \
     if (!w) {                                                                                           \
         __atomic_fetch_add(&J->oom, 1, __ATOMIC_RELAXED);                                               \
         return 0;                                                                                       \
@@ -595,8 +629,8 @@ static void *worker_##SUF(void *arg) {                                          
                                J->eta[k * J->eb], J->limit, J->stop_bad, J->theta1 + k * m,             \
                                J->theta1t + k * m, J->loss + k, J->g1 + k * d, J->h1 + k * d,           \
                                J->head + k, J->headt + k, J->fused, w, blk);                            \
-        J->bad[k] = r;                                                                                  \
-        nbad += r;                                                                                      \
+        J->bad[k] = r; /* 0, 1 (scores not finite) or 2 (three passes instead of the fused pass) */     \
+        nbad += r == 1;                                                                                 \
     }                                                                                                   \
     free(w);                                                                                            \
     __atomic_fetch_add(&J->nbad, nbad, __ATOMIC_RELAXED);                                               \

@@ -371,7 +371,7 @@ def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bo
 class StepPath(NamedTuple):
     """Which implementation the last one-step call took (:func:`last_path`)."""
 
-    path: str  #: ``"native"`` (the fused C kernel of :mod:`sxor.xor.native`) or ``"torch"``
+    path: str  #: ``"native"`` (the C kernel of :mod:`sxor.xor.native`) or ``"torch"``
     reason: str  #: why it took that path (the kernel's conditions, or the first one that failed)
 
 
@@ -471,9 +471,13 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         _set_path("torch", "a score of the first pass was not finite (the torch path checks V)")
         return None
     threads = max(1, min(torch.get_num_threads(), B, 256))  # as the kernel caps them (MAX_THREADS)
-    _set_path("native", f"fused C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
-                        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}, "
-                        f"{'two reads of V' if fused else 'three reads of V'}")
+    # bad == 2: the instance's fused first pass would have cancelled badly, so the kernel redid it
+    # in three reads of V (a head saturated on a support position); said, not hidden
+    redone = int((bad == 2).sum()) if fused and B else 0
+    form = "three reads of V" if not fused else (
+        f"two reads of V, {redone} of {B} instances in three (cancellation)" if redone else "two reads of V")
+    _set_path("native", f"C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
+                        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}, {form}")
     if single:
         theta1, theta1t, loss, g1, h1, head, headt = (t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt))
     result = OneStepResult(theta1, theta1t, loss, g1, h1)
