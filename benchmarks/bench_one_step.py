@@ -17,8 +17,9 @@ It measures, for each (d, m, batch):
 
 * the **three-read limit** (:func:`bench_limit`, on ``--limit-threads`` threads, default 1 and 2):
   ``sxor.one_step`` with ``V`` stored ``[B, m, d]`` (passed as the transposed view) and stored
-  ``[B, d, m]``, the straightforward reference, and three times the fastest streaming read of the
-  same ``V``, all alternated; the fraction of the limit and the ratio to the reference;
+  ``[B, d, m]``, the same call with the kernel's other form forced (two reads of ``V`` against
+  three), the straightforward reference, and three times the fastest streaming read of the same
+  ``V``, all alternated; the fraction of the limit and the ratio to the reference;
 
 and the memory of a streamed sweep (``sxor.xor.sweeps.sweep_m``) for 1x and 10x the seeds, each in a
 fresh subprocess, ``--memory-repeats`` times alternately, the median growth over the start (peak
@@ -86,7 +87,8 @@ def three_pass_reference_one_step(V, theta0, support, eta):
     """:func:`reference_one_step` with its passes over ``V`` merged into three ``einsum`` calls
     (no cache blocking): the scores of the first head (the second head's are their negatives),
     both heads' gradients in one call, both heads' new scores in one call. It separates what
-    ``sxor.one_step`` gains by reading ``V`` three times instead of six from anything else."""
+    ``sxor.one_step`` gains by reading ``V`` three times (or twice) instead of six from anything
+    else."""
     s = torch.einsum("...dm,...m->...d", V, theta0)
     g, h = torch.softmax(s, -1), torch.softmax(-s, -1)
     du_g, du_h = grad_from_weights(g, h, support)
@@ -191,6 +193,22 @@ def bench_limit(d: int, m: int, count: int, device: torch.device, dtype: torch.d
         "one_step_contiguous_dm": lambda: sxor.one_step(V_contiguous, batch.theta0, batch.support, eta),
         "reference": lambda: reference_one_step(batch.V, batch.theta0, batch.support, eta),
     }
+    # The kernel's other form, forced (three reads where the size rule picks two, and the other
+    # way round), so that the rule's choice is measured in the same run.
+    from sxor.xor import native
+
+    fused = native.fused_first_pass(d, m, torch.finfo(dtype).bits // 8)
+
+    def other_form():
+        saved = native.FUSED_MIN_BYTES
+        native.FUSED_MIN_BYTES = (1 << 62) if fused else 0
+        try:
+            return sxor.one_step(batch.V, batch.theta0, batch.support, eta)
+        finally:
+            native.FUSED_MIN_BYTES = saved
+
+    if device.type == "cpu":
+        fns["one_step_other_form"] = other_form
     t = alternate(fns, device, repeats)
     limit = 3 * t["read"]["min"]
     one = t["one_step"]["median"]
@@ -206,6 +224,8 @@ def bench_limit(d: int, m: int, count: int, device: torch.device, dtype: torch.d
         "limit_seconds": limit, "read_seconds_min": t["read"]["min"],
         "one_step_seconds": one, "one_step_contiguous_dm_seconds": t["one_step_contiguous_dm"]["median"],
         "reference_seconds": t["reference"]["median"],
+        "other_form": None if device.type != "cpu" else ("three reads of V" if fused else "two reads of V"),
+        "one_step_other_form_seconds": t["one_step_other_form"]["median"] if device.type == "cpu" else None,
         "fraction_of_limit": limit / one,
         "fraction_of_limit_contiguous_dm": limit / t["one_step_contiguous_dm"]["median"],
         "ratio_vs_reference": t["reference"]["median"] / one,

@@ -99,6 +99,7 @@ def test_limit_comparison_records_the_limit_and_both_ratios(bench):
     assert row["max_relative_difference_vs_reference"] < 1e-10
     assert row["cpu_limit_seconds"] >= 0 and row["cpu_fraction_of_limit"] >= 0 and row["cpu_ratio_vs_reference"] >= 0
     assert row["path"] in ("native", "torch") and row["path_reason"]
+    assert row["other_form"] == "two reads of V" and row["one_step_other_form_seconds"] > 0  # 16 KiB: three
 
 
 @pytest.mark.parametrize("limit", [False, True])

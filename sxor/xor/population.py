@@ -504,8 +504,9 @@ def one_step(
 
     ``theta1 = theta0 - eta dL/dtheta``, ``theta1~ = -theta0 - eta dL/dtheta~``.
     Finite for ``eta`` up to ``1e12`` because softmax is evaluated with log-sum-exp. Three passes
-    over ``V`` (the scores, both gradients in one product, both new scores in one product); the
-    input checks cost no further pass.
+    over ``V`` as torch operations (the scores, both gradients in one product, both new scores in
+    one product), two or three in the CPU kernel (:mod:`sxor.xor.native`); the input checks cost
+    no further pass.
 
     Raises as :func:`population_loss` does (with ``theta_tilde = -theta0``), and
     ArgumentTypeError unless ``eta`` is a real number or tensor (not complex, bool or str);
