@@ -136,8 +136,25 @@ def test_a_saturated_head_is_redone_in_three_passes_and_said(monkeypatch, layout
         assert torch.equal(a, b)  # every one of these instances was redone
 
 
+@pytest.mark.parametrize("dtype, size", [(torch.float64, 1e-165), (torch.float64, 1e170), (torch.float32, 1e-25)])
+def test_the_guard_holds_at_extreme_magnitudes_of_v(monkeypatch, dtype, size):
+    """The saturated instances with V scaled by ``size`` and theta0 by its inverse (the same scores):
+    the guard's sums of squares underflow or overflow there, and the instances must still be handed
+    to the three-pass form rather than pass the test by accident."""
+    V, theta0, support = _saturated(4, 3000, 7, seed=10, spread=50.0)
+    V, theta0 = (V * size).to(dtype), (theta0 / size).to(dtype)
+    force_fused(monkeypatch, False)
+    three = population.one_step_and_limit(V, theta0, support, 1e12)
+    force_fused(monkeypatch, True)
+    fused = population.one_step_and_limit(V, theta0, support, 1e12)
+    assert population.last_path().reason.endswith("4 of 4 instances in three (cancellation)")
+    for a, b in zip(fields(fused), fields(three)):
+        assert torch.equal(a.nan_to_num(), b.nan_to_num()) and torch.equal(a.isnan(), b.isnan())
+
+
 def test_typical_instances_keep_the_fused_pass(monkeypatch):
-    """Keys on the sphere with |s| <= 1 (the book's sweeps) never trigger the three-pass redo."""
+    """Keys on the sphere with |s| <= 1 (the book's sweeps) never trigger the three-pass redo for
+    m >= 2 (the guard's ratio stays near 4 to 20; for m = 1 it is near 200, below the 256 allowed)."""
     force_fused(monkeypatch, True)
     for d, m in [(64, 4), (1024, 4), (5000, 16), (20000, 40)]:
         inst = random_instances(8, d, m, seed=d)

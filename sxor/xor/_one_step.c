@@ -39,6 +39,7 @@
  * those through the torch path, which names the problem), or -1 when memory ran out; bad[k] is 1
  * for those, 2 for an instance that the fused first pass handed to the three-pass form, else 0.
  */
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -50,8 +51,8 @@
 #define PB_CHUNK 4096 /* elements of d per block of r, r~ in the three-pass [m, d] pullback (L2) */
 #define CHUNK 1024 /* elements of d per block in the [m, d] layout: up to four blocks of scores stay in L1 */
 /* The fused first pass gives way to three passes for an instance whose gradient is smaller than
- * 1/256 of the size of the terms it is combined from (their rounding error then exceeds about 256
- * ulps of the gradient; on the sphere's keys with |s| <= 1 the ratio stays near 4 to 20). */
+ * 1/256 of the bound on the terms it is combined from (on the sphere's keys with |s| <= 1 the
+ * ratio stays near 4 to 20 for m >= 2, up to about 50 at d = 64, and near 200 for m = 1). */
 #define FUSED_MAX_CANCELLATION 256
 
 /* exp(x) for x <= 0 (or NaN), branch-free so that loops over it vectorise: Cody-Waite reduction
@@ -538,22 +539,39 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
     T c2g = hh * iz * iz, c1g = L * iz, c2h = gg * jz * jz, c1h = L * jz;                               \
     T la = ga * hb * ka, lb = gb * ha * kb, lta = ha * gb * ka, ltb = hb * ga * kb;                     \
     const T *xa = X + a * sd, *xb = X + b * sd;                                                         \
-    /* The combination cancels: its rounding error is at most a few ulps of the size of its terms,      \
-     * which Cauchy-Schwarz bounds by sqrt(sum_i (X_ij K_i)^2) (P[5 m + j]) times the norms of the      \
-     * weights, plus the label terms. Where that size exceeds FUSED_MAX_CANCELLATION times the          \
-     * gradient's (a head saturated on a support position, whose true gradient nearly vanishes),        \
-     * the caller recomputes the instance in three passes, which form r position by position. */        \
+    /* The combination cancels: its rounding error is a modest multiple (growing slowly with d) of      \
+     * the unit roundoff times the size of its terms, which Cauchy-Schwarz bounds by                    \
+     * sqrt(sum_i (X_ij K_i)^2) (P[5 m + j]) times the norms of the weights, plus the label terms.      \
+     * Where that size exceeds FUSED_MAX_CANCELLATION times the gradient's (a head saturated on a       \
+     * support position, whose true gradient nearly vanishes), the caller redoes the instance in        \
+     * three passes, whose rounding stays nearer the size of r itself there. The comparison is          \
+     * scale-free (both sides divided by the largest bound), and a sum of squares near underflow        \
+     * (entries of V below about 1e-140 in double, 1e-15 in float) or not finite also hands the         \
+     * instance over, so that no magnitude of V skips the test. */                                      \
     double sg = sqrt(eg4) * fabs((double)c2g) + sqrt((double)d) * fabs((double)c0) + sqrt(eg) * fabs((double)c1g); \
     double sh = sqrt(eh4) * fabs((double)c2h) + sqrt((double)d) * fabs((double)c0) + sqrt(eh) * fabs((double)c1h); \
-    double ng = 0, nh = 0, tg = 0, th = 0;                                                              \
+    const double tiny = sizeof(T) == 4 ? 1e-30 : 1e-280;                                                \
+    double top = 0;                                                                                     \
+    int unreliable = 0;                                                                                 \
     for (int64_t j = 0; j < m; j++) {                                                                   \
         T va = xa[j * sm], vb = xb[j * sm];                                                             \
         gr[j] = c2g * P[2 * m + j] + c0 * P[j] - c1g * P[m + j] - la * va - lb * vb;                    \
         gt[j] = c2h * P[4 * m + j] + c0 * P[j] - c1h * P[3 * m + j] - lta * va - ltb * vb;              \
-        double q = sqrt((double)P[5 * m + j]), ua = fabs((double)va), ub = fabs((double)vb);            \
+        double p5 = (double)P[5 * m + j], q = sqrt(p5), ua = fabs((double)va), ub = fabs((double)vb);   \
         double bg = q * sg + fabs((double)la) * ua + fabs((double)lb) * ub;                             \
         double bh = q * sh + fabs((double)lta) * ua + fabs((double)ltb) * ub;                           \
-        ng += (double)gr[j] * gr[j], nh += (double)gt[j] * gt[j], tg += bg * bg, th += bh * bh;         \
+        unreliable |= !(p5 >= tiny) || !(bg <= DBL_MAX) || !(bh <= DBL_MAX);                            \
+        top = bg > top ? bg : top;                                                                      \
+        top = bh > top ? bh : top;                                                                      \
+    }                                                                                                   \
+    if (unreliable || !(top > 0)) return 2;                                                             \
+    double ng = 0, nh = 0, tg = 0, th = 0;                                                              \
+    for (int64_t j = 0; j < m; j++) {                                                                   \
+        double q = sqrt((double)P[5 * m + j]) / top, ua = fabs((double)xa[j * sm]) / top, ub = fabs((double)xb[j * sm]) / top; \
+        double bg = q * sg + fabs((double)la) * ua + fabs((double)lb) * ub;                             \
+        double bh = q * sh + fabs((double)lta) * ua + fabs((double)ltb) * ub;                           \
+        double ug = (double)gr[j] / top, uh = (double)gt[j] / top;                                      \
+        ng += ug * ug, nh += uh * uh, tg += bg * bg, th += bh * bh;                                     \
     }                                                                                                   \
     const double k2 = (double)FUSED_MAX_CANCELLATION * FUSED_MAX_CANCELLATION;                          \
     return tg <= k2 * ng && th <= k2 * nh ? 0 : 2; /* 2 (also for a nan): three passes instead */       \
