@@ -415,6 +415,21 @@ static void softmax2_##SUF(T *a, T *b, int64_t d, T mxa, T mxb, T *gg, T *hh, T 
     *gg = s_gg, *hh = s_hh, *gh = s_gh, *dg = s_dg;                                                     \
 }                                                                                                       \
                                                                                                         \
+/* The largest and smallest of v[0..n) in *mx, *mn; returns 1 when one of them is inf or nan. */        \
+static inline int extremes_##SUF(const T *restrict v, int64_t n, T *mx, T *mn) {                        \
+    T hi = -INFINITY, lo = INFINITY;                                                                    \
+    int bad = 0;                                                                                        \
+    _Pragma("omp simd reduction(max:hi) reduction(min:lo) reduction(|:bad)")                            \
+    for (int64_t i = 0; i < n; i++) {                                                                   \
+        T x = v[i];                                                                                     \
+        bad |= (x - x) != 0; /* inf or nan */                                                           \
+        hi = x > hi ? x : hi;                                                                           \
+        lo = x < lo ? x : lo;                                                                           \
+    }                                                                                                   \
+    *mx = hi, *mn = lo;                                                                                 \
+    return bad;                                                                                         \
+}                                                                                                       \
+                                                                                                        \
 /* Passes 1 and 2 as three passes would do them (for instances that stay in the cache between the       \
  * passes, where the first pass's extra sums cost more than a second read): the scores and weights      \
  * in the rows g, h (the outputs g1, h1, overwritten by pass 3), r and r~ formed there, then the        \
@@ -424,16 +439,8 @@ static int three_pass_12_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int
                                T *restrict gt, T *blk) {                                                \
     T *out[2] = {g, 0};                                                                                 \
     scores_##SUF(X, d, m, sd, sm, scale, theta0, 1, out, 0, blk); /* pass 1: s = V theta0 */            \
-    T mx = -INFINITY, mn = INFINITY;                                                                    \
-    int bad = 0;                                                                                        \
-    _Pragma("omp simd reduction(max:mx) reduction(min:mn) reduction(|:bad)")                            \
-    for (int64_t i = 0; i < d; i++) {                                                                   \
-        T v = g[i];                                                                                     \
-        bad |= (v - v) != 0; /* inf or nan */                                                           \
-        mx = v > mx ? v : mx;                                                                           \
-        mn = v < mn ? v : mn;                                                                           \
-    }                                                                                                   \
-    if (bad) return 1;                                                                                  \
+    T mx, mn;                                                                                           \
+    if (extremes_##SUF(g, d, &mx, &mn)) return 1;                                                       \
     _Pragma("omp simd")                                                                                 \
     for (int64_t i = 0; i < d; i++) h[i] = -g[i];                                                       \
     T gg, hh, gh, dg;                                                                                   \
@@ -494,16 +501,8 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
         int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
         const T *Xc = X + (sm == 1 ? c * sd : c), *sc = scale ? scale + c : 0;                          \
         block_scores_##SUF(Xc, n, m, sd, sm, sc, theta0, 1, S);                                         \
-        T bmx = -INFINITY, bmn = INFINITY;                                                              \
-        int bad = 0;                                                                                    \
-        _Pragma("omp simd reduction(max:bmx) reduction(min:bmn) reduction(|:bad)")                      \
-        for (int64_t i = 0; i < n; i++) {                                                               \
-            T v = S[i];                                                                                 \
-            bad |= (v - v) != 0; /* inf or nan */                                                       \
-            bmx = v > bmx ? v : bmx;                                                                    \
-            bmn = v < bmn ? v : bmn;                                                                    \
-        }                                                                                               \
-        if (bad) return 1;                                                                              \
+        T bmx, bmn;                                                                                     \
+        if (extremes_##SUF(S, n, &bmx, &bmn)) return 1;                                                 \
         if (a >= c && a < c + n) sa = S[a - c];                                                         \
         if (b >= c && b < c + n) sb = S[b - c];                                                         \
         if (bmx > M) { /* a new maximum: rescale the sums of E and E^2 */                               \
