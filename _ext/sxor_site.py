@@ -32,15 +32,19 @@ SIDEBAR = ["navbar-logo.html", "search-button-field.html", "sbt-sidebar-nav.html
 
 def placeholder_url() -> str:
     """``PLACEHOLDER`` of ``tools/set_repository.py`` (the one definition of it)."""
-    spec = importlib.util.spec_from_file_location("_set_repository", ROOT / "tools" / "set_repository.py")
+    spec = importlib.util.spec_from_file_location(
+        "_set_repository", ROOT / "tools" / "set_repository.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.PLACEHOLDER
 
 
 def banner_text(url: str) -> str:
-    return ("Preview edition: the repository address is a placeholder until the book is published; "
-            "the Colab and repository buttons do not work yet.")
+    return (
+        "Preview edition: the repository address is a placeholder until the book is published; "
+        "the Colab and repository buttons do not work yet."
+    )
 
 
 def placeholder_banner(app, config) -> None:
@@ -64,8 +68,10 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
         # The copies differ in how their empty file name is spelt (None or ""): compare file
         # names, empty or not, and attributes.
         attributes = getattr(script, "attributes", {})
-        key = (getattr(script, "filename", str(script)) or "",
-               tuple(sorted((k, str(v)) for k, v in attributes.items() if k != "priority")))
+        key = (
+            getattr(script, "filename", str(script)) or "",
+            tuple(sorted((k, str(v)) for k, v in attributes.items() if k != "priority")),
+        )
         if key not in seen:
             seen.add(key)
             kept.append(script)
@@ -75,8 +81,12 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
 def plain_text(caption: str) -> str:
     """A caption as alt text: one line, TeX commands and braces dropped (``\\eta/d^2`` reads
     ``eta/d^2``)."""
-    text = re.sub(r"\\(mathrm|mathbf|mathbb|mathcal|mathit|boldsymbol|text|operatorname|left|right|"
-                  r"big|Big|bigl|bigr|Bigl|Bigr|displaystyle)\b", "", caption)
+    text = re.sub(
+        r"\\(mathrm|mathbf|mathbb|mathcal|mathit|boldsymbol|text|operatorname|left|right|"
+        r"big|Big|bigl|bigr|Bigl|Bigr|displaystyle)\b",
+        "",
+        caption,
+    )
     text = re.sub(r"\\([A-Za-z]+)", r"\1", text)
     text = re.sub(r"[{}$\\]", "", text)
     return " ".join(text.split())
@@ -90,7 +100,12 @@ def alt_from_captions(app, doctree, docname) -> None:
         text = plain_text(captions[0].astext())
         for image in figure.findall(nodes.image):
             alt = image.get("alt", "")
-            if not alt or alt == image.get("uri") or "/" in alt or alt.endswith((".png", ".svg", ".jpg")):
+            if (
+                not alt
+                or alt == image.get("uri")
+                or "/" in alt
+                or alt.endswith((".png", ".svg", ".jpg"))
+            ):
                 image["alt"] = text
 
 

@@ -96,17 +96,31 @@ print(json.dumps(out))
 
 def extract_reference(dest: Path) -> Path:
     """The package ``sxor/`` at :data:`REFERENCE_COMMIT`, extracted into ``dest``; returns ``dest``."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", REFERENCE_COMMIT, "sxor"], capture_output=True, check=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", REFERENCE_COMMIT, "sxor"],
+        capture_output=True,
+        check=True,
+    )
     with tarfile.open(fileobj=BytesIO(archive.stdout)) as tar:
         tar.extractall(dest, filter="data")
     return dest
 
 
-def child(path: Path, N: int, n: int, m: int, d: int, mode: str = "time", timeout: float = 3600) -> dict:
+def child(
+    path: Path, N: int, n: int, m: int, d: int, mode: str = "time", timeout: float = 3600
+) -> dict:
     """Run :data:`CHILD` with ``sxor`` imported from ``path``, in a fresh one-thread subprocess."""
-    env = dict(os.environ, PYTHONPATH=str(path), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TQDM_DISABLE="1")
-    done = subprocess.run([sys.executable, "-c", CHILD, str(N), str(n), str(m), str(d), mode], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=str(path))
+    env = dict(
+        os.environ, PYTHONPATH=str(path), OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TQDM_DISABLE="1"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(N), str(n), str(m), str(d), mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=str(path),
+    )
     if done.returncode != 0:
         raise RuntimeError(f"child failed ({path}, {N, n, m, d}):\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -120,29 +134,54 @@ def compare(ref: Path, cases: list, repeats: int, big_reference_repeats: int) ->
         for r in range(repeats):  # alternate: reference, current, reference, current, ...
             if r < (big_reference_repeats if big else repeats):
                 ref_runs.append(child(ref, N, n, m, d))
-                print(f"  {N, n, m, d} reference run {r + 1}: construct {ref_runs[-1]['construct_s']:.2f} s, "
-                      f"certificate {ref_runs[-1]['certificate_s']:.2f} s", flush=True)
+                print(
+                    f"  {N, n, m, d} reference run {r + 1}: construct {ref_runs[-1]['construct_s']:.2f} s, "
+                    f"certificate {ref_runs[-1]['certificate_s']:.2f} s",
+                    flush=True,
+                )
             new_runs.append(child(ROOT, N, n, m, d))
-            print(f"  {N, n, m, d} current   run {r + 1}: construct {new_runs[-1]['construct_s']:.2f} s, "
-                  f"certificate {new_runs[-1]['certificate_s']:.2f} s", flush=True)
-        med = {who: {k: statistics.median(run[k] for run in runs) for k in ("construct_s", "certificate_s")}
-               for who, runs in (("reference", ref_runs), ("current", new_runs))}
-        agree = (all(run["blocks"] == ref_runs[0]["blocks"] for run in ref_runs + new_runs)
-                 and all(run["hausdorff_bound"] == "0" for run in ref_runs + new_runs)
-                 and all(abs(run["tau_max"] - ref_runs[0]["tau_max"]) <= 1e-12 * ref_runs[0]["tau_max"]
-                         for run in ref_runs + new_runs))  # to rounding: tau_max may be rounded down now
+            print(
+                f"  {N, n, m, d} current   run {r + 1}: construct {new_runs[-1]['construct_s']:.2f} s, "
+                f"certificate {new_runs[-1]['certificate_s']:.2f} s",
+                flush=True,
+            )
+        med = {
+            who: {
+                k: statistics.median(run[k] for run in runs)
+                for k in ("construct_s", "certificate_s")
+            }
+            for who, runs in (("reference", ref_runs), ("current", new_runs))
+        }
+        agree = (
+            all(run["blocks"] == ref_runs[0]["blocks"] for run in ref_runs + new_runs)
+            and all(run["hausdorff_bound"] == "0" for run in ref_runs + new_runs)
+            and all(
+                abs(run["tau_max"] - ref_runs[0]["tau_max"]) <= 1e-12 * ref_runs[0]["tau_max"]
+                for run in ref_runs + new_runs
+            )
+        )  # to rounding: tau_max may be rounded down now
         row = {
-            "N": N, "n": n, "m": m, "d": d, "blocks": new_runs[0]["blocks"], "tau_max": new_runs[0]["tau_max"],
-            "reference": med["reference"], "current": med["current"],
-            "reference_runs": ref_runs, "current_runs": new_runs,
+            "N": N,
+            "n": n,
+            "m": m,
+            "d": d,
+            "blocks": new_runs[0]["blocks"],
+            "tau_max": new_runs[0]["tau_max"],
+            "reference": med["reference"],
+            "current": med["current"],
+            "reference_runs": ref_runs,
+            "current_runs": new_runs,
             "construct_ratio": med["reference"]["construct_s"] / med["current"]["construct_s"],
-            "certificate_ratio": med["reference"]["certificate_s"] / med["current"]["certificate_s"],
+            "certificate_ratio": med["reference"]["certificate_s"]
+            / med["current"]["certificate_s"],
             "both_exact_and_agree": agree,
         }
-        print(f"{N, n, m, d}: construct {med['reference']['construct_s']:.2f} s -> {med['current']['construct_s']:.2f} s "
-              f"({row['construct_ratio']:.1f}x); certificate {med['reference']['certificate_s']:.2f} s -> "
-              f"{med['current']['certificate_s']:.2f} s ({row['certificate_ratio']:.1f}x); both exact and agree: {agree}",
-              flush=True)
+        print(
+            f"{N, n, m, d}: construct {med['reference']['construct_s']:.2f} s -> {med['current']['construct_s']:.2f} s "
+            f"({row['construct_ratio']:.1f}x); certificate {med['reference']['certificate_s']:.2f} s -> "
+            f"{med['current']['certificate_s']:.2f} s ({row['certificate_ratio']:.1f}x); both exact and agree: {agree}",
+            flush=True,
+        )
         rows.append(row)
     return rows
 
@@ -153,23 +192,45 @@ def curves(repeats: int) -> list[dict]:
         for v in values:
             N, n, m, d = (v if b is None else b for b in base)
             runs = [child(ROOT, N, n, m, d, "curve") for _ in range(repeats)]
-            row = {"sweep": name, "N": N, "n": n, "m": m, "d": d, "blocks": runs[0]["blocks"],
-                   "exact": all(r["exact"] for r in runs)}
+            row = {
+                "sweep": name,
+                "N": N,
+                "n": n,
+                "m": m,
+                "d": d,
+                "blocks": runs[0]["blocks"],
+                "exact": all(r["exact"] for r in runs),
+            }
             for k in ("construct_s", "certificate_s", "forward_float64_s"):
                 row[k] = statistics.median(r[k] for r in runs)
-            print(f"  {name} = {v:4d}: construct {row['construct_s']:.3f} s, certificate {row['certificate_s']:.3f} s, "
-                  f"float64 forward {row['forward_float64_s'] * 1e3:.2f} ms, exact {row['exact']}", flush=True)
+            print(
+                f"  {name} = {v:4d}: construct {row['construct_s']:.3f} s, certificate {row['certificate_s']:.3f} s, "
+                f"float64 forward {row['forward_float64_s'] * 1e3:.2f} ms, exact {row['exact']}",
+                flush=True,
+            )
             rows.append(row)
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="one small case side by side, nothing written")
-    parser.add_argument("--curves", action="store_true", help="the cost curves instead of the ratios")
-    parser.add_argument("--repeats", type=int, default=3, help="alternated repeats per case (default 3)")
-    parser.add_argument("--big-reference-repeats", type=int, default=1,
-                        help="reference runs at the largest case (default 1: each takes minutes)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="one small case side by side, nothing written"
+    )
+    parser.add_argument(
+        "--curves", action="store_true", help="the cost curves instead of the ratios"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="alternated repeats per case (default 3)"
+    )
+    parser.add_argument(
+        "--big-reference-repeats",
+        type=int,
+        default=1,
+        help="reference runs at the largest case (default 1: each takes minutes)",
+    )
     parser.add_argument("--curve-repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
@@ -187,21 +248,32 @@ def main() -> None:
                 return
             rows = compare(ref, CASES, args.repeats, args.big_reference_repeats)
         mem = child(ROOT, *MEMORY_CASE, mode="memory")
-        print(f"memory, certificate of random_dataset{MEMORY_CASE}: tracemalloc peak "
-              f"{mem['tracemalloc_peak_bytes'] / 2**20:.1f} MiB, process peak RSS {mem['ru_maxrss_bytes'] / 2**20:.0f} MiB")
+        print(
+            f"memory, certificate of random_dataset{MEMORY_CASE}: tracemalloc peak "
+            f"{mem['tracemalloc_peak_bytes'] / 2**20:.1f} MiB, process peak RSS {mem['ru_maxrss_bytes'] / 2**20:.0f} MiB"
+        )
         payload = {
-            "benchmark": "construct", "reference_commit": REFERENCE_COMMIT, "records": rows,
+            "benchmark": "construct",
+            "reference_commit": REFERENCE_COMMIT,
+            "records": rows,
             "memory": {"case": list(MEMORY_CASE), **mem},
-            "targets": {"certificate_ratio_min": min(r["certificate_ratio"] for r in rows),
-                        "construct_ratio_min": min(r["construct_ratio"] for r in rows),
-                        "certificate_20x": all(r["certificate_ratio"] >= 20 for r in rows),
-                        "construct_5x": all(r["construct_ratio"] >= 5 for r in rows),
-                        "memory_below_2GB": mem["ru_maxrss_bytes"] < 2 * 10**9},
+            "targets": {
+                "certificate_ratio_min": min(r["certificate_ratio"] for r in rows),
+                "construct_ratio_min": min(r["construct_ratio"] for r in rows),
+                "certificate_20x": all(r["certificate_ratio"] >= 20 for r in rows),
+                "construct_5x": all(r["construct_ratio"] >= 5 for r in rows),
+                "memory_below_2GB": mem["ru_maxrss_bytes"] < 2 * 10**9,
+            },
         }
         out = args.out or RESULTS_DIR / "construct-bench.json"
     meta = provenance("cpu", command)
-    meta.update(threads=1, wall_seconds=time.perf_counter() - t0, niceness=os.nice(0),
-                load_average_1min_at_start=load_start, load_average_1min_at_end=os.getloadavg()[0])
+    meta.update(
+        threads=1,
+        wall_seconds=time.perf_counter() - t0,
+        niceness=os.nice(0),
+        load_average_1min_at_start=load_start,
+        load_average_1min_at_end=os.getloadavg()[0],
+    )
     payload = {"benchmark": payload.pop("benchmark"), "meta": meta, **payload}
     out.write_text(json.dumps(payload, indent=1) + "\n")
     print(f"wrote {out}")

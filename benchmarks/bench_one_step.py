@@ -44,11 +44,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import sxor  # noqa: E402
+from sxor.results import RESULTS_DIR, provenance  # noqa: E402
 from sxor.xor import analysis, population  # noqa: E402
 from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402
 from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402
-from sxor.results import RESULTS_DIR, provenance  # noqa: E402
-from sxor.xor.sweeps import chunk_size, random_instances  # noqa: E402
+from sxor.xor.sweeps import random_instances  # noqa: E402
 
 #: (d, m, instances in the batched timing) per device: a small size for the Monte-Carlo comparison,
 #: then the three sizes at which sxor.one_step is compared with the straightforward reference.
@@ -92,8 +92,13 @@ def three_pass_reference_one_step(V, theta0, support, eta):
     s = torch.einsum("...dm,...m->...d", V, theta0)
     g, h = torch.softmax(s, -1), torch.softmax(-s, -1)
     du_g, du_h = grad_from_weights(g, h, support)
-    r = torch.stack([g * (du_g - (g * du_g).sum(-1, keepdim=True)),
-                     h * (du_h - (h * du_h).sum(-1, keepdim=True))], -1)
+    r = torch.stack(
+        [
+            g * (du_g - (g * du_g).sum(-1, keepdim=True)),
+            h * (du_h - (h * du_h).sum(-1, keepdim=True)),
+        ],
+        -1,
+    )
     grads = torch.einsum("...dm,...dk->...km", V, r)
     step = torch.as_tensor(eta, dtype=V.dtype, device=V.device).unsqueeze(-1)
     theta1, theta_tilde1 = theta0 - step * grads[..., 0, :], -theta0 - step * grads[..., 1, :]
@@ -102,8 +107,9 @@ def three_pass_reference_one_step(V, theta0, support, eta):
     return sxor.OneStepResult(theta1, theta_tilde1, loss_from_weights(g1, h1, support), g1, h1)
 
 
-def side_by_side(fast, slow, device: torch.device, repeats: int,
-                 ratios_out: list | None = None) -> tuple[float, float, float]:
+def side_by_side(
+    fast, slow, device: torch.device, repeats: int, ratios_out: list | None = None
+) -> tuple[float, float, float]:
     """Median wall times of ``fast()`` and ``slow()``, called alternately ``repeats`` times each
     (after one warm-up call of each), so that both see the same load on a shared machine, and the
     median over the ``repeats`` adjacent pairs of the ratio ``slow / fast``. Every pair's ratio,
@@ -121,7 +127,11 @@ def side_by_side(fast, slow, device: torch.device, repeats: int,
     if ratios_out is not None:
         ratios_out.extend(pair_ratios)
     ratios = sorted(pair_ratios)
-    return float(sorted(t_fast)[repeats // 2]), float(sorted(t_slow)[repeats // 2]), float(ratios[repeats // 2])
+    return (
+        float(sorted(t_fast)[repeats // 2]),
+        float(sorted(t_slow)[repeats // 2]),
+        float(ratios[repeats // 2]),
+    )
 
 
 def max_relative_difference(a, b) -> float:
@@ -150,7 +160,7 @@ def best_time(fn, device: torch.device, repeats: int = 3) -> float:
 def read_limit(Vt, device: torch.device, repeats: int = 5) -> float:
     """The physical limit of a three-pass step on ``V`` (the kernel's two-read form can beat
     it): three times the fastest streaming read of the same array, ``Vt.sum()`` over ``Vt = V^T [B, m, d]`` contiguous (best of ``repeats``)."""
-    return 3 * best_time(lambda: Vt.sum(), device, repeats=repeats)
+    return 3 * best_time(Vt.sum, device, repeats=repeats)
 
 
 def alternate(fns: dict, device: torch.device, repeats: int) -> dict:
@@ -170,12 +180,21 @@ def alternate(fns: dict, device: torch.device, repeats: int) -> dict:
             _sync(device)
             times[key].append(time.perf_counter() - start)
             cpu[key].append(time.process_time() - start_cpu)
-    return {key: {"median": float(sorted(t)[repeats // 2]), "min": float(min(t)), "all": t,
-                  "cpu_median": float(sorted(cpu[key])[repeats // 2]), "cpu_min": float(min(cpu[key]))}
-            for key, t in times.items()}
+    return {
+        key: {
+            "median": float(sorted(t)[repeats // 2]),
+            "min": float(min(t)),
+            "all": t,
+            "cpu_median": float(sorted(cpu[key])[repeats // 2]),
+            "cpu_min": float(min(cpu[key])),
+        }
+        for key, t in times.items()
+    }
 
 
-def bench_limit(d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, repeats: int) -> dict:
+def bench_limit(
+    d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, repeats: int
+) -> dict:
     """``sxor.one_step`` against the three-read limit and the straightforward reference, at one
     size and the current thread count: ``V`` stored ``[B, m, d]`` (as the sweeps draw it) and
     passed as its transposed view, and the same ``V`` contiguous ``[B, d, m]``, all alternated.
@@ -188,9 +207,11 @@ def bench_limit(d: int, m: int, count: int, device: torch.device, dtype: torch.d
     assert Vt.is_contiguous()
     V_contiguous = batch.V.contiguous()
     fns = {
-        "read": lambda: Vt.sum(),
+        "read": Vt.sum,
         "one_step": lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta),
-        "one_step_contiguous_dm": lambda: sxor.one_step(V_contiguous, batch.theta0, batch.support, eta),
+        "one_step_contiguous_dm": lambda: sxor.one_step(
+            V_contiguous, batch.theta0, batch.support, eta
+        ),
         "reference": lambda: reference_one_step(batch.V, batch.theta0, batch.support, eta),
     }
     # The kernel's other form, forced (three reads where the size rule picks two, and the other
@@ -218,31 +239,49 @@ def bench_limit(d: int, m: int, count: int, device: torch.device, dtype: torch.d
     path_dm = population.last_path()
     cpu_limit = 3 * t["read"]["cpu_min"]
     return {
-        "path": path.path, "path_reason": path.reason, "path_contiguous_dm": path_dm.path,
+        "path": path.path,
+        "path_reason": path.reason,
+        "path_contiguous_dm": path_dm.path,
         "load_average_1min": os.getloadavg()[0],
-        "d": d, "m": m, "instances": count, "threads": torch.get_num_threads(),
-        "limit_seconds": limit, "read_seconds_min": t["read"]["min"],
-        "one_step_seconds": one, "one_step_contiguous_dm_seconds": t["one_step_contiguous_dm"]["median"],
+        "d": d,
+        "m": m,
+        "instances": count,
+        "threads": torch.get_num_threads(),
+        "limit_seconds": limit,
+        "read_seconds_min": t["read"]["min"],
+        "one_step_seconds": one,
+        "one_step_contiguous_dm_seconds": t["one_step_contiguous_dm"]["median"],
         "reference_seconds": t["reference"]["median"],
-        "other_form": None if device.type != "cpu" else ("three reads of V" if fused else "two reads of V"),
-        "one_step_other_form_seconds": t["one_step_other_form"]["median"] if device.type == "cpu" else None,
+        "other_form": None
+        if device.type != "cpu"
+        else ("three reads of V" if fused else "two reads of V"),
+        "one_step_other_form_seconds": t["one_step_other_form"]["median"]
+        if device.type == "cpu"
+        else None,
         "fraction_of_limit": limit / one,
         "fraction_of_limit_contiguous_dm": limit / t["one_step_contiguous_dm"]["median"],
         "ratio_vs_reference": t["reference"]["median"] / one,
         # the same fractions in CPU seconds (process_time, all threads): robust to waiting for a
         # CPU on a loaded machine, not to other processes' share of the memory bandwidth
-        "cpu_limit_seconds": cpu_limit, "cpu_one_step_seconds": t["one_step"]["cpu_median"],
+        "cpu_limit_seconds": cpu_limit,
+        "cpu_one_step_seconds": t["one_step"]["cpu_median"],
         "cpu_fraction_of_limit": cpu_limit / max(t["one_step"]["cpu_median"], 1e-9),
-        "cpu_fraction_of_limit_contiguous_dm": cpu_limit / max(t["one_step_contiguous_dm"]["cpu_median"], 1e-9),
-        "cpu_ratio_vs_reference": t["reference"]["cpu_median"] / max(t["one_step"]["cpu_median"], 1e-9),
-        "ratio_vs_reference_pairs": [r / f for f, r in zip(t["one_step"]["all"], t["reference"]["all"])],
+        "cpu_fraction_of_limit_contiguous_dm": cpu_limit
+        / max(t["one_step_contiguous_dm"]["cpu_median"], 1e-9),
+        "cpu_ratio_vs_reference": t["reference"]["cpu_median"]
+        / max(t["one_step"]["cpu_median"], 1e-9),
+        "ratio_vs_reference_pairs": [
+            r / f for f, r in zip(t["one_step"]["all"], t["reference"]["all"])
+        ],
         # reported beside the fraction (not a target): each alternation's three reads over the step
         # timed right after them, median over the alternations (both sides typical, same moment)
-        "fraction_of_limit_paired_median": float(sorted(
-            3 * r / f for r, f in zip(t["read"]["all"], t["one_step"]["all"]))[repeats // 2]),
+        "fraction_of_limit_paired_median": float(
+            sorted(3 * r / f for r, f in zip(t["read"]["all"], t["one_step"]["all"]))[repeats // 2]
+        ),
         "times": {key: v["all"] for key, v in t.items()},
         "max_relative_difference_vs_reference": max_relative_difference(
-            fns["one_step"](), fns["reference"]()),
+            fns["one_step"](), fns["reference"]()
+        ),
     }
 
 
@@ -253,7 +292,9 @@ def copy_bandwidth(device: torch.device, nbytes: int) -> float:
     return 2 * nbytes / best_time(lambda: y.copy_(x), device, repeats=5)
 
 
-def mc_samples_needed(V, theta0, support, epsilon: float, pilot: int, batches: int, generator) -> dict:
+def mc_samples_needed(
+    V, theta0, support, epsilon: float, pilot: int, batches: int, generator
+) -> dict:
     """Samples ``n`` for which the Monte-Carlo gradient has relative standard error ``epsilon``.
 
     The per-sample gradient covariance is estimated from ``batches`` autograd gradients of
@@ -264,7 +305,9 @@ def mc_samples_needed(V, theta0, support, epsilon: float, pilot: int, batches: i
     grads = []
     for _ in range(batches):
         g, g_t = autograd_grad(
-            lambda a, b: monte_carlo_loss(V, a, b, support, pilot, generator=generator)[0], theta0, -theta0
+            lambda a, b: monte_carlo_loss(V, a, b, support, pilot, generator=generator)[0],
+            theta0,
+            -theta0,
         )
         grads.append(torch.cat([g, g_t]))
     grads = torch.stack(grads)
@@ -292,33 +335,50 @@ def time_mc(V, theta0, support, n: int, chunk: int, max_chunks: int, device, gen
 
     def work():
         for _ in range(run):
-            autograd_grad(lambda a, b: monte_carlo_loss(V, a, b, support, chunk, generator=generator)[0],
-                          theta0, -theta0)
+            autograd_grad(
+                lambda a, b: monte_carlo_loss(V, a, b, support, chunk, generator=generator)[0],
+                theta0,
+                -theta0,
+            )
 
     seconds = best_time(work, device, repeats=1) * chunks_needed / run
-    return {"chunk": chunk, "chunks_needed": chunks_needed, "chunks_timed": run,
-            "extrapolated": run < chunks_needed, "seconds_per_instance": seconds}
+    return {
+        "chunk": chunk,
+        "chunks_needed": chunks_needed,
+        "chunks_timed": run,
+        "extrapolated": run < chunks_needed,
+        "seconds_per_instance": seconds,
+    }
 
 
-def bench_config(d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, args) -> dict:
+def bench_config(
+    d: int, m: int, count: int, device: torch.device, dtype: torch.dtype, args
+) -> dict:
     eta = analysis.grid_eta(d)
     batch = random_instances(count, d, m, seed=0, dtype=dtype, device=device)
     pairs, pairs_three = [], []
     t_batched, t_reference, pair_ratio = side_by_side(
         lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta),
         lambda: reference_one_step(batch.V, batch.theta0, batch.support, eta),
-        device, args.repeats, pairs,
+        device,
+        args.repeats,
+        pairs,
     )
     _, t_three, three_ratio = side_by_side(
         lambda: sxor.one_step(batch.V, batch.theta0, batch.support, eta),
         lambda: three_pass_reference_one_step(batch.V, batch.theta0, batch.support, eta),
-        device, args.repeats, pairs_three,
+        device,
+        args.repeats,
+        pairs_three,
     )
     three_difference = max_relative_difference(
         sxor.one_step(batch.V, batch.theta0, batch.support, eta),
-        three_pass_reference_one_step(batch.V, batch.theta0, batch.support, eta))
-    difference = max_relative_difference(sxor.one_step(batch.V, batch.theta0, batch.support, eta),
-                                         reference_one_step(batch.V, batch.theta0, batch.support, eta))
+        three_pass_reference_one_step(batch.V, batch.theta0, batch.support, eta),
+    )
+    difference = max_relative_difference(
+        sxor.one_step(batch.V, batch.theta0, batch.support, eta),
+        reference_one_step(batch.V, batch.theta0, batch.support, eta),
+    )
     bytes_model = 3 * d * m * torch.finfo(dtype).bits // 8 * count  # three reads of V
     loop_n = min(LOOP_INSTANCES, count)
 
@@ -328,30 +388,51 @@ def bench_config(d: int, m: int, count: int, device: torch.device, dtype: torch.
 
     t_loop = best_time(loop, device)
     record = {
-        "d": d, "m": m, "eta": eta, "instances": count,
-        "closed_form": {"seconds": t_batched, "instances_per_s": count / t_batched,
-                        "bandwidth_bytes_per_s": bytes_model / t_batched,
-                        "bandwidth_fraction_of_copy": bytes_model / t_batched / args.copy_bw},
-        "reference": {"seconds": t_reference, "instances_per_s": count / t_reference,
-                      "bandwidth_fraction_of_copy": 2 * bytes_model / t_reference / args.copy_bw},
+        "d": d,
+        "m": m,
+        "eta": eta,
+        "instances": count,
+        "closed_form": {
+            "seconds": t_batched,
+            "instances_per_s": count / t_batched,
+            "bandwidth_bytes_per_s": bytes_model / t_batched,
+            "bandwidth_fraction_of_copy": bytes_model / t_batched / args.copy_bw,
+        },
+        "reference": {
+            "seconds": t_reference,
+            "instances_per_s": count / t_reference,
+            "bandwidth_fraction_of_copy": 2 * bytes_model / t_reference / args.copy_bw,
+        },
         "ratio_vs_reference": pair_ratio,  # median of the adjacent pairs' ratios
         "ratio_vs_reference_pairs": pairs,  # every alternation's ratio (the spread)
-        "three_pass_reference": {"seconds": t_three, "instances_per_s": count / t_three,
-                                 "ratio_vs_one_step": three_ratio, "ratio_pairs": pairs_three,
-                                 "max_relative_difference": three_difference},
+        "three_pass_reference": {
+            "seconds": t_three,
+            "instances_per_s": count / t_three,
+            "ratio_vs_one_step": three_ratio,
+            "ratio_pairs": pairs_three,
+            "max_relative_difference": three_difference,
+        },
         "ratio_of_median_times": t_reference / t_batched,
         "max_relative_difference_vs_reference": difference,
         "loop": {"instances": loop_n, "seconds": t_loop, "instances_per_s": loop_n / t_loop},
     }
-    record["speedup_vs_loop"] = record["closed_form"]["instances_per_s"] / record["loop"]["instances_per_s"]
+    record["speedup_vs_loop"] = (
+        record["closed_form"]["instances_per_s"] / record["loop"]["instances_per_s"]
+    )
     if d <= args.mc_max_d:
         gen = torch.Generator(device=device).manual_seed(1)
         V0, th0, sup0 = batch.V[0], batch.theta0[0], batch.support[0]
         need = mc_samples_needed(V0, th0, sup0, args.epsilon, args.pilot, args.pilot_batches, gen)
         chunk = max(1, min(args.mc_chunk_bytes // (8 * d * 4), need["n_required"]))
         timing = time_mc(V0, th0, sup0, need["n_required"], chunk, args.mc_max_chunks, device, gen)
-        record["monte_carlo"] = {**need, **timing, "instances_per_s": 1 / timing["seconds_per_instance"]}
-        record["speedup_vs_mc"] = record["closed_form"]["instances_per_s"] / record["monte_carlo"]["instances_per_s"]
+        record["monte_carlo"] = {
+            **need,
+            **timing,
+            "instances_per_s": 1 / timing["seconds_per_instance"],
+        }
+        record["speedup_vs_mc"] = (
+            record["closed_form"]["instances_per_s"] / record["monte_carlo"]["instances_per_s"]
+        )
     return record
 
 
@@ -394,8 +475,15 @@ MEMORY_ALLOCATORS = {
 }
 
 
-def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float, repeats: int = 5,
-                 allocator: str = "fixed") -> list[dict]:
+def bench_memory(
+    device: torch.device,
+    d: int,
+    m: int,
+    seeds: int,
+    budget: float,
+    repeats: int = 5,
+    allocator: str = "fixed",
+) -> list[dict]:
     """Peak memory of a streamed sweep for ``seeds`` and ``10 seeds``, each in a fresh process
     with the allocator settings ``MEMORY_ALLOCATORS[allocator]``, ``repeats`` times alternately;
     each row reports the median growth over the start (the statistic, fixed before the runs) and
@@ -404,8 +492,12 @@ def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float
     env = {**os.environ, "TQDM_DISABLE": "1", **MEMORY_ALLOCATORS[allocator]}
     for _ in range(repeats):
         for n in runs:
-            code = MEMORY_CHILD.format(root=str(ROOT), device=str(device), d=d, m=m, seeds=n, budget=budget)
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+            code = MEMORY_CHILD.format(
+                root=str(ROOT), device=str(device), d=d, m=m, seeds=n, budget=budget
+            )
+            out = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+            )
             row = json.loads(out.stdout.strip().splitlines()[-1])
             row["rss_growth_bytes"] = row["rss_peak_bytes"] - row["rss_before_bytes"]
             runs[n].append(row)
@@ -414,44 +506,85 @@ def bench_memory(device: torch.device, d: int, m: int, seeds: int, budget: float
     for n, rs in runs.items():
         growth = sorted(r["rss_growth_bytes"] for r in rs)
         mid = sorted(rs, key=lambda r: r["rss_growth_bytes"])[len(rs) // 2]
-        rows.append({**mid, "d": d, "m": m, "budget_bytes": budget, "chunk": chunk, "allocator": allocator,
-                     "allocator_env": MEMORY_ALLOCATORS[allocator], "statistic": f"median of {len(rs)} runs",
-                     "rss_growth_bytes": growth[len(growth) // 2],
-                     "rss_growth_all_runs": [r["rss_growth_bytes"] for r in rs]})
+        rows.append(
+            {
+                **mid,
+                "d": d,
+                "m": m,
+                "budget_bytes": budget,
+                "chunk": chunk,
+                "allocator": allocator,
+                "allocator_env": MEMORY_ALLOCATORS[allocator],
+                "statistic": f"median of {len(rs)} runs",
+                "rss_growth_bytes": growth[len(growth) // 2],
+                "rss_growth_all_runs": [r["rss_growth_bytes"] for r in rs],
+            }
+        )
     return rows
 
 
 def memory_targets(memory: list[dict], budget: float) -> dict:
     """Whether 10x the seeds stays within the budget and within 10% of 1x (either way)."""
     g1, g10 = memory[0]["rss_growth_bytes"], memory[1]["rss_growth_bytes"]
-    return {"within_budget": g10 <= budget and memory[1]["rss_peak_bytes"] <= 1.2 * memory[0]["rss_peak_bytes"],
-            "growth_10x_over_1x": g10 / max(1, g1), "flat": max(g1, g10) <= 1.1 * min(g1, g10)}
+    return {
+        "within_budget": g10 <= budget
+        and memory[1]["rss_peak_bytes"] <= 1.2 * memory[0]["rss_peak_bytes"],
+        "growth_10x_over_1x": g10 / max(1, g1),
+        "flat": max(g1, g10) <= 1.1 * min(g1, g10),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--out", type=Path, default=None, help="results file (default by device)")
-    parser.add_argument("--epsilon", type=float, default=0.01, help="relative standard error asked of Monte Carlo")
+    parser.add_argument(
+        "--epsilon", type=float, default=0.01, help="relative standard error asked of Monte Carlo"
+    )
     parser.add_argument("--pilot", type=int, default=2048, help="samples per pilot batch")
     parser.add_argument("--pilot-batches", type=int, default=32)
-    parser.add_argument("--mc-max-d", type=int, default=1024, help="largest d with a Monte-Carlo comparison")
-    parser.add_argument("--mc-chunk-bytes", type=int, default=2**27, help="memory per Monte-Carlo chunk")
-    parser.add_argument("--mc-max-chunks", type=int, default=4, help="chunks timed before extrapolating")
-    parser.add_argument("--memory-budget", type=float, default=2e8, help="sweep budget_bytes in the memory test")
-    parser.add_argument("--memory-repeats", type=int, default=5, help="fresh processes per seed count and allocator")
-    parser.add_argument("--repeats", type=int, default=9, help="interleaved timings of each implementation")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    parser.add_argument("--limit-threads", type=int, nargs="*", default=[1, 2],
-                        help="thread counts of the limit comparison (fraction of the three-read limit)")
-    parser.add_argument("--limit-repeats", type=int, default=9, help="alternations in the limit comparison")
+    parser.add_argument(
+        "--mc-max-d", type=int, default=1024, help="largest d with a Monte-Carlo comparison"
+    )
+    parser.add_argument(
+        "--mc-chunk-bytes", type=int, default=2**27, help="memory per Monte-Carlo chunk"
+    )
+    parser.add_argument(
+        "--mc-max-chunks", type=int, default=4, help="chunks timed before extrapolating"
+    )
+    parser.add_argument(
+        "--memory-budget", type=float, default=2e8, help="sweep budget_bytes in the memory test"
+    )
+    parser.add_argument(
+        "--memory-repeats", type=int, default=5, help="fresh processes per seed count and allocator"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=9, help="interleaved timings of each implementation"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's)"
+    )
+    parser.add_argument(
+        "--limit-threads",
+        type=int,
+        nargs="*",
+        default=[1, 2],
+        help="thread counts of the limit comparison (fraction of the three-read limit)",
+    )
+    parser.add_argument(
+        "--limit-repeats", type=int, default=9, help="alternations in the limit comparison"
+    )
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         parser.error("--device cuda asked for, but torch sees no CUDA device")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    out = args.out or RESULTS_DIR / ("bench_one_step.json" if device.type == "cpu" else "bench_one_step_cuda.json")
+    out = args.out or RESULTS_DIR / (
+        "bench_one_step.json" if device.type == "cpu" else "bench_one_step_cuda.json"
+    )
     dtype = torch.float64
     load_start = os.getloadavg()[0]
 
@@ -461,16 +594,20 @@ def main(argv: list[str] | None = None) -> int:
     for d, m, count in CONFIGS[device.type]:
         rec = bench_config(d, m, count, device, dtype, args)
         configs.append(rec)
-        line = (f"d={d} m={m} B={count}: one_step {rec['closed_form']['instances_per_s']:.4g}/s "
-                f"({rec['closed_form']['bandwidth_fraction_of_copy']:.2f} of copy bandwidth), "
-                f"{rec['ratio_vs_reference']:.2f}x the reference "
-                f"({min(rec['ratio_vs_reference_pairs']):.2f}..{max(rec['ratio_vs_reference_pairs']):.2f}), "
-                f"{rec['three_pass_reference']['ratio_vs_one_step']:.2f}x the 3-pass reference, "
-                f"loop {rec['loop']['instances_per_s']:.4g}/s")
+        line = (
+            f"d={d} m={m} B={count}: one_step {rec['closed_form']['instances_per_s']:.4g}/s "
+            f"({rec['closed_form']['bandwidth_fraction_of_copy']:.2f} of copy bandwidth), "
+            f"{rec['ratio_vs_reference']:.2f}x the reference "
+            f"({min(rec['ratio_vs_reference_pairs']):.2f}..{max(rec['ratio_vs_reference_pairs']):.2f}), "
+            f"{rec['three_pass_reference']['ratio_vs_one_step']:.2f}x the 3-pass reference, "
+            f"loop {rec['loop']['instances_per_s']:.4g}/s"
+        )
         if "monte_carlo" in rec:
             mc = rec["monte_carlo"]
-            line += (f", Monte Carlo n={mc['n_required']:.3g} {mc['instances_per_s']:.3g}/s "
-                     f"(speed-up {rec['speedup_vs_mc']:.3g}x)")
+            line += (
+                f", Monte Carlo n={mc['n_required']:.3g} {mc['instances_per_s']:.3g}/s "
+                f"(speed-up {rec['speedup_vs_mc']:.3g}x)"
+            )
         print(line, flush=True)
     limits = {}
     threads_before = torch.get_num_threads()
@@ -480,62 +617,98 @@ def main(argv: list[str] | None = None) -> int:
         for d, m, count in LIMIT_CONFIGS[device.type]:
             row = bench_limit(d, m, count, device, dtype, args.limit_repeats)
             rows.append(row)
-            print(f"threads={threads} d={d} m={m} B={count}: limit {row['limit_seconds'] * 1e3:.1f} ms, "
-                  f"one_step {row['one_step_seconds'] * 1e3:.1f} ms ([B, m, d] stored) / "
-                  f"{row['one_step_contiguous_dm_seconds'] * 1e3:.1f} ms ([B, d, m] contiguous), "
-                  f"reference {row['reference_seconds'] * 1e3:.1f} ms: "
-                  f"{row['fraction_of_limit']:.2f} of the limit, {row['ratio_vs_reference']:.2f}x the reference "
-                  f"(CPU time: {row['cpu_fraction_of_limit']:.2f} of the limit, "
-                  f"{row['cpu_ratio_vs_reference']:.2f}x the reference; path {row['path']})",
-                  flush=True)
+            print(
+                f"threads={threads} d={d} m={m} B={count}: limit {row['limit_seconds'] * 1e3:.1f} ms, "
+                f"one_step {row['one_step_seconds'] * 1e3:.1f} ms ([B, m, d] stored) / "
+                f"{row['one_step_contiguous_dm_seconds'] * 1e3:.1f} ms ([B, d, m] contiguous), "
+                f"reference {row['reference_seconds'] * 1e3:.1f} ms: "
+                f"{row['fraction_of_limit']:.2f} of the limit, {row['ratio_vs_reference']:.2f}x the reference "
+                f"(CPU time: {row['cpu_fraction_of_limit']:.2f} of the limit, "
+                f"{row['cpu_ratio_vs_reference']:.2f}x the reference; path {row['path']})",
+                flush=True,
+            )
         limits[str(threads)] = rows
     torch.set_num_threads(threads_before)
     memory = bench_memory(device, 16384, 40, 50, args.memory_budget, repeats=args.memory_repeats)
-    memory_default = bench_memory(device, 16384, 40, 50, args.memory_budget, repeats=args.memory_repeats,
-                                  allocator="default")
+    memory_default = bench_memory(
+        device, 16384, 40, 50, args.memory_budget, repeats=args.memory_repeats, allocator="default"
+    )
     for row in memory + memory_default:
-        print(f"memory ({row['allocator']} allocator): {row['seeds']} seeds -> growth "
-              f"{row['rss_growth_bytes'] / 2**20:.0f} MiB over the start (median; runs "
-              f"{', '.join(f'{g / 2**20:.0f}' for g in row['rss_growth_all_runs'])})", flush=True)
-    mem_t, mem_default_t = memory_targets(memory, args.memory_budget), memory_targets(memory_default, args.memory_budget)
+        print(
+            f"memory ({row['allocator']} allocator): {row['seeds']} seeds -> growth "
+            f"{row['rss_growth_bytes'] / 2**20:.0f} MiB over the start (median; runs "
+            f"{', '.join(f'{g / 2**20:.0f}' for g in row['rss_growth_all_runs'])})",
+            flush=True,
+        )
+    mem_t, mem_default_t = (
+        memory_targets(memory, args.memory_budget),
+        memory_targets(memory_default, args.memory_budget),
+    )
 
-    target_cfg = next((c for c in configs if (c["d"], c["m"]) == (GPU_TARGET["d"], GPU_TARGET["m"])), None)
+    target_cfg = next(
+        (c for c in configs if (c["d"], c["m"]) == (GPU_TARGET["d"], GPU_TARGET["m"])), None
+    )
     targets = {
         # the smallest median ratio over every size (d = 64 included), not a pass/fail threshold
         "one_step_vs_reference_smallest_ratio": min(c["ratio_vs_reference"] for c in configs),
-        "closed_form_100x_faster_than_mc": all(c.get("speedup_vs_mc", math.inf) >= 100 for c in configs),
+        "closed_form_100x_faster_than_mc": all(
+            c.get("speedup_vs_mc", math.inf) >= 100 for c in configs
+        ),
         "memory_within_budget_for_10x_seeds": mem_t["within_budget"],
-        "every_fraction_of_limit_at_least_0.6": all(r["fraction_of_limit"] >= 0.6 for rows in limits.values() for r in rows),
-        "every_ratio_vs_reference_at_least_2": all(r["ratio_vs_reference"] >= 2 for rows in limits.values() for r in rows),
+        "every_fraction_of_limit_at_least_0.6": all(
+            r["fraction_of_limit"] >= 0.6 for rows in limits.values() for r in rows
+        ),
+        "every_ratio_vs_reference_at_least_2": all(
+            r["ratio_vs_reference"] >= 2 for rows in limits.values() for r in rows
+        ),
         "every_contiguous_dm_fraction_of_limit_at_least_0.6": all(
-            r["fraction_of_limit_contiguous_dm"] >= 0.6 for rows in limits.values() for r in rows),
+            r["fraction_of_limit_contiguous_dm"] >= 0.6 for rows in limits.values() for r in rows
+        ),
         "every_cpu_fraction_of_limit_at_least_0.6": all(
-            r["cpu_fraction_of_limit"] >= 0.6 for rows in limits.values() for r in rows),
+            r["cpu_fraction_of_limit"] >= 0.6 for rows in limits.values() for r in rows
+        ),
         "every_cpu_ratio_vs_reference_at_least_2": all(
-            r["cpu_ratio_vs_reference"] >= 2 for rows in limits.values() for r in rows),
-        "smallest_fraction_of_limit": min((r["fraction_of_limit"] for rows in limits.values() for r in rows), default=None),
+            r["cpu_ratio_vs_reference"] >= 2 for rows in limits.values() for r in rows
+        ),
+        "smallest_fraction_of_limit": min(
+            (r["fraction_of_limit"] for rows in limits.values() for r in rows), default=None
+        ),
         # 1x and 10x the seeds within 10% of each other above the baseline (the start), either
         # way: median growths with the fixed allocator settings, and (reported) with glibc's default
         "memory_growth_10x_over_1x": mem_t["growth_10x_over_1x"],
         "memory_flat_in_seeds": mem_t["flat"],
         "memory_growth_10x_over_1x_default_allocator": mem_default_t["growth_10x_over_1x"],
         "memory_flat_in_seeds_default_allocator": mem_default_t["flat"],
-        "h200_1600_per_s": (target_cfg["closed_form"]["instances_per_s"] >= GPU_TARGET["instances_per_s"]
-                            if device.type == "cuda" and target_cfg else None),
+        "h200_1600_per_s": (
+            target_cfg["closed_form"]["instances_per_s"] >= GPU_TARGET["instances_per_s"]
+            if device.type == "cuda" and target_cfg
+            else None
+        ),
     }
     meta = provenance(device)
-    meta["command"] = "python benchmarks/bench_one_step.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    meta["command"] = "python benchmarks/bench_one_step.py " + " ".join(
+        sys.argv[1:] if argv is None else argv
+    )
     meta["threads"] = torch.get_num_threads()
     meta["load_average_1min_at_start"] = load_start  # other processes competing for the CPU
     meta["load_average_1min_at_end"] = os.getloadavg()[0]
     meta["one_step_path"] = next((r["path_reason"] for rows in limits.values() for r in rows), None)
     from sxor.xor import native
+
     meta["native_threads"] = native.thread_backend()
     meta["native_openmp_unavailable_reason"] = native.openmp_unavailable_reason()
-    payload = {"benchmark": "one_step", "meta": meta, "dtype": "float64",
-               "copy_bandwidth_bytes_per_s": args.copy_bw, "epsilon": args.epsilon,
-               "configs": configs, "limit": limits, "memory": memory,
-               "memory_default_allocator": memory_default, "targets": targets}
+    payload = {
+        "benchmark": "one_step",
+        "meta": meta,
+        "dtype": "float64",
+        "copy_bandwidth_bytes_per_s": args.copy_bw,
+        "epsilon": args.epsilon,
+        "configs": configs,
+        "limit": limits,
+        "memory": memory,
+        "memory_default_allocator": memory_default,
+        "targets": targets,
+    }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1) + "\n")
     print(f"targets: {targets}\nwrote {out}")

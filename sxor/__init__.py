@@ -13,7 +13,13 @@ The most used Part I functions are re-exported here (``sxor.one_step``, ``sxor.p
 
 from . import book
 from .book import default_device
-from .xor.data import all_inputs, random_support, sample_sparse_xor, sparse_xor_labels, sphere_embeddings
+from .xor.data import (
+    all_inputs,
+    random_support,
+    sample_sparse_xor,
+    sparse_xor_labels,
+    sphere_embeddings,
+)
 from .xor.model import ATTENTION_KINDS, attention, predict, predict_from_weights, scores
 from .xor.population import (
     OneStepResult,

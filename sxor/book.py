@@ -108,8 +108,9 @@ def legend_below(ax, ncol: int | None = None, **kwargs):
     tight, box = ax.get_tightbbox(renderer), ax.get_window_extent(renderer)
     below = (tight.y0 - box.y0) / box.height if box.height else -0.15
     kwargs.setdefault("frameon", False)
-    return ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, below - 0.02), ncol=ncol,
-                     **kwargs)
+    return ax.legend(
+        handles, labels, loc="upper center", bbox_to_anchor=(0.5, below - 0.02), ncol=ncol, **kwargs
+    )
 
 
 def bound(err: float, tol: float) -> str:

@@ -48,13 +48,26 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("name")
     run.add_argument("--size", choices=list(experiments.SIZES), default="ci")
     run.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
-    run.add_argument("--out", type=Path, default=None,
-                     help=f"output folder (default {RESULTS_DIR} for --size full, ./{CI_OUT} for --size ci)")
-    run.add_argument("--replace-full", action="store_true",
-                     help="allow a CI run to replace a results file made by a full run")
-    cert = sub.add_parser("certify", help="build the softmax network for a dataset file and certify it")
+    run.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"output folder (default {RESULTS_DIR} for --size full, ./{CI_OUT} for --size ci)",
+    )
+    run.add_argument(
+        "--replace-full",
+        action="store_true",
+        help="allow a CI run to replace a results file made by a full run",
+    )
+    cert = sub.add_parser(
+        "certify", help="build the softmax network for a dataset file and certify it"
+    )
     cert.add_argument("file", type=Path, help="a .json or .npz dataset (see sxor.interp.datafile)")
-    cert.add_argument("--tau", default=None, help="temperature, a rational such as 1/10 (default: about tau_max / 2)")
+    cert.add_argument(
+        "--tau",
+        default=None,
+        help="temperature, a rational such as 1/10 (default: about tau_max / 2)",
+    )
     args = parser.parse_args(argv)
     if args.command == "certify":
         return certify(args.file, args.tau)
@@ -68,8 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out if args.out is not None else (RESULTS_DIR if args.size == "full" else CI_OUT)
     target = out / f"{exp.name}.json"
     if args.size != "full" and not args.replace_full and _size_of(target) == "full":
-        parser.error(f"{target} holds a full-size run; a {args.size} run would replace it: "
-                     "choose another --out, or pass --replace-full")
+        parser.error(
+            f"{target} holds a full-size run; a {args.size} run would replace it: "
+            "choose another --out, or pass --replace-full"
+        )
     results = experiments.run(exp.name, args.size, args.device)
     path = save_results(target, results)
     print(f"wrote {path} ({results['meta']['wall_seconds']:.0f} s)")
@@ -109,12 +124,18 @@ def certify(file: Path, tau: str | None = None) -> int:
         print(f"refused: {err}", file=sys.stderr)
         return 2
     d = X[0].shape[1]
-    print(f"dataset {file}: N = {len(X)} sequences, n_j in [{min(len(x) for x in X)}, {max(len(x) for x in X)}], "
-          f"m_j in [{min(len(y) for y in Y)}, {max(len(y) for y in Y)}], d = {d}")
-    print(f"softmax network: {T.num_blocks} blocks ({T.info.get('route')} route), {T.num_parameters} parameters; "
-          f"built in {t1 - t0:.2f} s")
+    print(
+        f"dataset {file}: N = {len(X)} sequences, n_j in [{min(len(x) for x in X)}, {max(len(x) for x in X)}], "
+        f"m_j in [{min(len(y) for y in Y)}, {max(len(y) for y in Y)}], d = {d}"
+    )
+    print(
+        f"softmax network: {T.num_blocks} blocks ({T.info.get('route')} route), {T.num_parameters} parameters; "
+        f"built in {t1 - t0:.2f} s"
+    )
     print(f"tau_max = {T.tau_max:.6g}; tau = {T.tau} (= {float(T.tau):.6g})")
-    print(f"certificate ({t2 - t1:.2f} s): hausdorff_bound = {c['hausdorff_bound']}, exact = {c['exact']}, "
-          f"certified = {c['certified']}, collapse deviation <= {float(c['deviation']):.3e}"
-          + (f" (radius {float(c['radius']):.3e})" if c["radius"] is not None else ""))
+    print(
+        f"certificate ({t2 - t1:.2f} s): hausdorff_bound = {c['hausdorff_bound']}, exact = {c['exact']}, "
+        f"certified = {c['certified']}, collapse deviation <= {float(c['deviation']):.3e}"
+        + (f" (radius {float(c['radius']):.3e})" if c["radius"] is not None else "")
+    )
     return 0 if c["exact"] else 1

@@ -18,7 +18,8 @@ it, so a hand-run ``pytest --nbval`` sees no bar on stderr without any environme
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from tqdm.std import tqdm as _text_tqdm
 

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import torch
 
-
 #: Folder of the committed full-size results, shipped as package data so that an installed
 #: ``sxor`` (Colab) has them too. The command line writes here and :func:`committed_results`
 #: reads here, so there is one copy of each file.
@@ -45,31 +44,46 @@ def check_device(name: str, device: object) -> torch.device | None:
     if device is None:
         return None
     if isinstance(device, (bool, np.bool_)) or not isinstance(device, (str, torch.device)):
-        raise TypeError(f"{name} must be a device string such as 'cpu' or 'cuda', got "
-                                f"{type(device).__name__} {device!r}")
+        raise TypeError(
+            f"{name} must be a device string such as 'cpu' or 'cuda', got "
+            f"{type(device).__name__} {device!r}"
+        )
     try:
         dev = torch.device(device)
     except (RuntimeError, ValueError):
-        raise ValueError(f"{name} {device!r} is not a device; available here: {available_devices()}") from None
-    if dev.type in ("cpu", "meta"):  # meta: shapes only, nothing allocated (tests of the size guards)
+        raise ValueError(
+            f"{name} {device!r} is not a device; available here: {available_devices()}"
+        ) from None
+    if dev.type in (
+        "cpu",
+        "meta",
+    ):  # meta: shapes only, nothing allocated (tests of the size guards)
         return dev
     if dev.type == "cuda":
-        ok = torch.cuda.is_available() and (dev.index is None or dev.index < torch.cuda.device_count())
+        ok = torch.cuda.is_available() and (
+            dev.index is None or dev.index < torch.cuda.device_count()
+        )
     elif dev.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         ok = mps is not None and mps.is_available()
     else:
         ok = False
     if not ok:
-        raise ValueError(f"{name} {str(dev)!r} is not available in this process; available here: "
-                         f"{available_devices()}")
+        raise ValueError(
+            f"{name} {str(dev)!r} is not available in this process; available here: "
+            f"{available_devices()}"
+        )
     return dev
 
 
 def provenance(device: torch.device | str, command: str | None = None) -> dict[str, Any]:
     """Command (default: this process's ``python -m sxor`` arguments), device, versions and date."""
     device = torch.device(device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    name = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else platform.processor() or "cpu"
+    )
     return {
         "command": command if command is not None else "python -m sxor " + " ".join(sys.argv[1:]),
         "device": f"{device.type}: {name}",
@@ -128,13 +142,19 @@ def load_results(path: str | Path, *, remake: str | None = None) -> dict:
     try:
         results = json.loads(text)
     except ValueError as err:
-        raise ValueError(f"the results file {path} is not valid JSON (truncated?): {err}{fix}") from None
+        raise ValueError(
+            f"the results file {path} is not valid JSON (truncated?): {err}{fix}"
+        ) from None
     if not isinstance(results, dict):
-        raise ValueError(f"the results file {path} holds a JSON {type(results).__name__}, not an object{fix}")
+        raise ValueError(
+            f"the results file {path} holds a JSON {type(results).__name__}, not an object{fix}"
+        )
     is_run = "experiment" in results and isinstance(results.get("records"), list)
     if not (is_run or "benchmark" in results):
-        raise ValueError(f"the results file {path} lacks 'experiment' and a list of 'records' "
-                         f"(or, for a benchmark, 'benchmark'){fix}")
+        raise ValueError(
+            f"the results file {path} lacks 'experiment' and a list of 'records' "
+            f"(or, for a benchmark, 'benchmark'){fix}"
+        )
     return results
 
 
@@ -195,14 +215,26 @@ def describe(results: dict, width: int = 100) -> list[str]:
     meta, params = results["meta"], dict(results["params"])
     size = params.pop("size", "?")
     wall = meta.get("wall_seconds")
-    lines = [f"{results['experiment']} (size {size}): {meta.get('command', '?')}",
-             f"  made on {meta.get('device', '?')}, torch {meta.get('torch', '?')}, "
-             f"numpy {meta.get('numpy', '?')}, {meta.get('date', '?')}"
-             + (f", {wall:.0f} s wall" if isinstance(wall, (int, float)) else "")]
+    lines = [
+        f"{results['experiment']} (size {size}): {meta.get('command', '?')}",
+        f"  made on {meta.get('device', '?')}, torch {meta.get('torch', '?')}, "
+        f"numpy {meta.get('numpy', '?')}, {meta.get('date', '?')}"
+        + (f", {wall:.0f} s wall" if isinstance(wall, (int, float)) else ""),
+    ]
     if meta.get("note"):  # how the file was made, when not by one run of its command
-        lines += textwrap.wrap("note: " + str(meta["note"]), width=width, initial_indent="  ",
-                               subsequent_indent="    ", break_long_words=True)
+        lines += textwrap.wrap(
+            "note: " + str(meta["note"]),
+            width=width,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_long_words=True,
+        )
     text = "; ".join(f"{k} = {v}" for k, v in params.items())
-    lines += textwrap.wrap("parameters: " + text, width=width, initial_indent="  ", subsequent_indent="    ",
-                           break_long_words=True)
+    lines += textwrap.wrap(
+        "parameters: " + text,
+        width=width,
+        initial_indent="  ",
+        subsequent_indent="    ",
+        break_long_words=True,
+    )
     return lines

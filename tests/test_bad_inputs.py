@@ -15,8 +15,9 @@ message that does not name the argument) join the table once it does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -24,7 +25,6 @@ import torch
 
 import sxor
 import sxor.interp as I
-
 from tests.hang_guard import hang_guard
 
 
@@ -78,7 +78,12 @@ p1("all_inputs", "dtype as a string", lambda: sxor.all_inputs(4, dtype="float64"
 # attention
 p1("attention", "float32 theta, float64 V", lambda: sxor.attention(V, TH.float()), r"theta.*dtype")
 p1("attention", "complex theta", lambda: sxor.attention(V, TH.to(torch.complex128)), r"theta")
-p1("attention", "theta of the wrong length", lambda: sxor.attention(V, torch.zeros(M + 1, dtype=f64)), r"theta.*m=")
+p1(
+    "attention",
+    "theta of the wrong length",
+    lambda: sxor.attention(V, torch.zeros(M + 1, dtype=f64)),
+    r"theta.*m=",
+)
 p1("attention", "nan in theta", lambda: sxor.attention(V, _nan_at(TH)), r"theta.*non-finite")
 p1("attention", "unknown kind", lambda: sxor.attention(V, TH, "relu"), r"kind")
 p1("attention", "kind not a string", lambda: sxor.attention(V, TH, ["softmax"]), r"kind")
@@ -89,27 +94,55 @@ p1("attention", "V with one row (d = 1)", lambda: sxor.attention(V[:1], TH), r"\
 for _name in ("loss_from_weights", "grad_from_weights"):
     _fn = getattr(sxor, _name)
     p1(_name, "support with i* = j*", lambda f=_fn: f(G, H, torch.tensor([2, 2])), r"i\* != j\*")
-    p1(_name, "support out of range", lambda f=_fn: f(G, H, torch.tensor([1, D])), r"support out of range")
+    p1(
+        _name,
+        "support out of range",
+        lambda f=_fn: f(G, H, torch.tensor([1, D])),
+        r"support out of range",
+    )
     p1(_name, "float support", lambda f=_fn: f(G, H, torch.tensor([1.0, 3.0])), r"support.*integer")
-    p1(_name, "bool support", lambda f=_fn: f(G, H, torch.tensor([True, False])), r"support.*integer")
-    p1(_name, "three positions", lambda f=_fn: f(G, H, torch.tensor([0, 1, 2])), r"support.*last dimension 2")
+    p1(
+        _name,
+        "bool support",
+        lambda f=_fn: f(G, H, torch.tensor([True, False])),
+        r"support.*integer",
+    )
+    p1(
+        _name,
+        "three positions",
+        lambda f=_fn: f(G, H, torch.tensor([0, 1, 2])),
+        r"support.*last dimension 2",
+    )
     p1(_name, "g and h of different d", lambda f=_fn: f(G, H[:-1], SUP), r"one length d")
     p1(_name, "float32 h, float64 g", lambda f=_fn: f(G, H.float(), SUP), r"\bh\b.*dtype")
     p1(_name, "g a list", lambda f=_fn: f(G.tolist(), H, SUP), r"\bg\b")
     p1(_name, "integer weights", lambda f=_fn: f(G.long(), H.long(), SUP), r"\bg\b")
-    p1(_name, "batch shapes do not broadcast",
-       lambda f=_fn: f(G.expand(3, D), H.expand(2, D), SUP), r"batch shapes")
+    p1(
+        _name,
+        "batch shapes do not broadcast",
+        lambda f=_fn: f(G.expand(3, D), H.expand(2, D), SUP),
+        r"batch shapes",
+    )
 # one_step
 p1("one_step", "complex eta", lambda: sxor.one_step(V, TH, SUP, 1 + 2j), r"eta")
 p1("one_step", "string eta", lambda: sxor.one_step(V, TH, SUP, "100"), r"eta")
 p1("one_step", "bool eta", lambda: sxor.one_step(V, TH, SUP, True), r"eta")
-p1("one_step", "eta shape not matching the batch",
-   lambda: sxor.one_step(VB, THB, SUPB, torch.ones(2, dtype=f64)), r"eta.*batch")
+p1(
+    "one_step",
+    "eta shape not matching the batch",
+    lambda: sxor.one_step(VB, THB, SUPB, torch.ones(2, dtype=f64)),
+    r"eta.*batch",
+)
 p1("one_step", "negative eta", lambda: sxor.one_step(V, TH, SUP, -1.0), r"eta.*non-negative")
 p1("one_step", "nan eta", lambda: sxor.one_step(V, TH, SUP, NAN), r"eta.*non-finite")
 p1("one_step", "complex eta tensor", lambda: sxor.one_step(V, TH, SUP, torch.tensor(1j)), r"eta")
 p1("one_step", "float32 theta0", lambda: sxor.one_step(V, TH.float(), SUP, 10.0), r"theta.*dtype")
-p1("one_step", "support with i* = j*", lambda: sxor.one_step(V, TH, torch.tensor([0, 0]), 10.0), r"i\* != j\*")
+p1(
+    "one_step",
+    "support with i* = j*",
+    lambda: sxor.one_step(V, TH, torch.tensor([0, 0]), 10.0),
+    r"i\* != j\*",
+)
 p1("one_step", "theta0 a list", lambda: sxor.one_step(V, TH.tolist(), SUP, 10.0), r"theta0")
 p1("one_step", "unknown kind", lambda: sxor.one_step(V, TH, SUP, 10.0, kind="hard"), r"kind")
 # population_loss and population_grad share their checks
@@ -117,11 +150,30 @@ for _name in ("population_loss", "population_grad"):
     _fn = getattr(sxor, _name)
     p1(_name, "nan in V", lambda f=_fn: f(_nan_at(V), TH, -TH, SUP), r"\bV\b.*non-finite")
     p1(_name, "complex theta", lambda f=_fn: f(V, TH.to(torch.complex128), -TH, SUP), r"theta")
-    p1(_name, "float32 theta_tilde", lambda f=_fn: f(V, TH, -TH.float(), SUP), r"theta_tilde.*dtype")
-    p1(_name, "support with i* = j*", lambda f=_fn: f(V, TH, -TH, torch.tensor([4, 4])), r"i\* != j\*")
-    p1(_name, "theta_tilde of the wrong length", lambda f=_fn: f(V, TH, torch.zeros(2, dtype=f64), SUP),
-       r"theta_tilde.*m=")
-    p1(_name, "batch shapes do not broadcast", lambda f=_fn: f(VB, THB[:2], -THB[:2], SUPB), r"batch shapes")
+    p1(
+        _name,
+        "float32 theta_tilde",
+        lambda f=_fn: f(V, TH, -TH.float(), SUP),
+        r"theta_tilde.*dtype",
+    )
+    p1(
+        _name,
+        "support with i* = j*",
+        lambda f=_fn: f(V, TH, -TH, torch.tensor([4, 4])),
+        r"i\* != j\*",
+    )
+    p1(
+        _name,
+        "theta_tilde of the wrong length",
+        lambda f=_fn: f(V, TH, torch.zeros(2, dtype=f64), SUP),
+        r"theta_tilde.*m=",
+    )
+    p1(
+        _name,
+        "batch shapes do not broadcast",
+        lambda f=_fn: f(VB, THB[:2], -THB[:2], SUPB),
+        r"batch shapes",
+    )
     p1(_name, "unknown kind", lambda f=_fn: f(V, TH, -TH, SUP, "hard"), r"kind")
     p1(_name, "support a string", lambda f=_fn: f(V, TH, -TH, "ab"), r"support")
 # predict
@@ -129,17 +181,57 @@ p1("predict", "nan in x", lambda: sxor.predict(_nan_at(X), V, TH, -TH), r"\bx\b.
 p1("predict", "x of the wrong d", lambda: sxor.predict(X[:, :-1], V, TH, -TH), r"\bx\b.*d=")
 p1("predict", "complex x", lambda: sxor.predict(X.to(torch.complex128), V, TH, -TH), r"\bx\b")
 p1("predict", "nan in theta", lambda: sxor.predict(X, V, _nan_at(TH), -TH), r"theta.*non-finite")
-p1("predict", "float32 theta_tilde", lambda: sxor.predict(X, V, TH, -TH.float()), r"theta_tilde.*dtype")
+p1(
+    "predict",
+    "float32 theta_tilde",
+    lambda: sxor.predict(X, V, TH, -TH.float()),
+    r"theta_tilde.*dtype",
+)
 p1("predict", "x one-dimensional", lambda: sxor.predict(X[0], V, TH, -TH), r"\bx\b")
 p1("predict", "nan in V", lambda: sxor.predict(X, _nan_at(V), TH, -TH), r"\bV\b.*non-finite")
 # predict_from_weights
-p1("predict_from_weights", "nan in gamma", lambda: sxor.predict_from_weights(X, _nan_at(G), H), r"gamma.*non-finite")
-p1("predict_from_weights", "nan in x", lambda: sxor.predict_from_weights(_nan_at(X), G, H), r"\bx\b.*non-finite")
-p1("predict_from_weights", "weights of different d", lambda: sxor.predict_from_weights(X, G, H[:-1]), r"one length d")
-p1("predict_from_weights", "x of the wrong d", lambda: sxor.predict_from_weights(X[:, :-1], G, H), r"\bx\b.*d=")
-p1("predict_from_weights", "complex gamma", lambda: sxor.predict_from_weights(X, G.to(torch.complex128), H), r"gamma")
-p1("predict_from_weights", "float32 gamma_tilde", lambda: sxor.predict_from_weights(X, G, H.float()), r"gamma_tilde.*dtype")
-p1("predict_from_weights", "x one-dimensional", lambda: sxor.predict_from_weights(X[0], G, H), r"\bx\b")
+p1(
+    "predict_from_weights",
+    "nan in gamma",
+    lambda: sxor.predict_from_weights(X, _nan_at(G), H),
+    r"gamma.*non-finite",
+)
+p1(
+    "predict_from_weights",
+    "nan in x",
+    lambda: sxor.predict_from_weights(_nan_at(X), G, H),
+    r"\bx\b.*non-finite",
+)
+p1(
+    "predict_from_weights",
+    "weights of different d",
+    lambda: sxor.predict_from_weights(X, G, H[:-1]),
+    r"one length d",
+)
+p1(
+    "predict_from_weights",
+    "x of the wrong d",
+    lambda: sxor.predict_from_weights(X[:, :-1], G, H),
+    r"\bx\b.*d=",
+)
+p1(
+    "predict_from_weights",
+    "complex gamma",
+    lambda: sxor.predict_from_weights(X, G.to(torch.complex128), H),
+    r"gamma",
+)
+p1(
+    "predict_from_weights",
+    "float32 gamma_tilde",
+    lambda: sxor.predict_from_weights(X, G, H.float()),
+    r"gamma_tilde.*dtype",
+)
+p1(
+    "predict_from_weights",
+    "x one-dimensional",
+    lambda: sxor.predict_from_weights(X[0], G, H),
+    r"\bx\b",
+)
 # random_support
 p1("random_support", "d = 1", lambda: sxor.random_support(1), r"\bd\b")
 p1("random_support", "d = 6.0", lambda: sxor.random_support(6.0), r"\bd\b.*integer")
@@ -150,41 +242,115 @@ p1("random_support", "batch = (-1,)", lambda: sxor.random_support(6, batch=(-1,)
 p1("random_support", "generator a seed", lambda: sxor.random_support(6, generator=0), r"generator")
 # sample_sparse_xor
 p1("sample_sparse_xor", "n = 0", lambda: sxor.sample_sparse_xor(0, D, (1, 3)), r"\bn\b")
-p1("sample_sparse_xor", "n = 2.5", lambda: sxor.sample_sparse_xor(2.5, D, (1, 3)), r"\bn\b.*integer")
+p1(
+    "sample_sparse_xor",
+    "n = 2.5",
+    lambda: sxor.sample_sparse_xor(2.5, D, (1, 3)),
+    r"\bn\b.*integer",
+)
 p1("sample_sparse_xor", "d = 1", lambda: sxor.sample_sparse_xor(4, 1, (0, 0)), r"\bd\b")
-p1("sample_sparse_xor", "support (1, 1)", lambda: sxor.sample_sparse_xor(4, D, (1, 1)), r"i\* != j\*")
-p1("sample_sparse_xor", "support out of range", lambda: sxor.sample_sparse_xor(4, D, (1, 9)), r"support out of range")
-p1("sample_sparse_xor", "bool dtype", lambda: sxor.sample_sparse_xor(4, D, (1, 3), dtype=torch.bool), r"dtype")
-p1("sample_sparse_xor", "unsigned dtype", lambda: sxor.sample_sparse_xor(4, D, (1, 3), dtype=torch.uint8), r"dtype")
+p1(
+    "sample_sparse_xor",
+    "support (1, 1)",
+    lambda: sxor.sample_sparse_xor(4, D, (1, 1)),
+    r"i\* != j\*",
+)
+p1(
+    "sample_sparse_xor",
+    "support out of range",
+    lambda: sxor.sample_sparse_xor(4, D, (1, 9)),
+    r"support out of range",
+)
+p1(
+    "sample_sparse_xor",
+    "bool dtype",
+    lambda: sxor.sample_sparse_xor(4, D, (1, 3), dtype=torch.bool),
+    r"dtype",
+)
+p1(
+    "sample_sparse_xor",
+    "unsigned dtype",
+    lambda: sxor.sample_sparse_xor(4, D, (1, 3), dtype=torch.uint8),
+    r"dtype",
+)
 p1("sample_sparse_xor", "support a string", lambda: sxor.sample_sparse_xor(4, D, "ab"), r"support")
-p1("sample_sparse_xor", "float support", lambda: sxor.sample_sparse_xor(4, D, (0.5, 1.0)), r"support.*integer")
+p1(
+    "sample_sparse_xor",
+    "float support",
+    lambda: sxor.sample_sparse_xor(4, D, (0.5, 1.0)),
+    r"support.*integer",
+)
 p1("sample_sparse_xor", "two supports", lambda: sxor.sample_sparse_xor(4, D, SUPB), r"one support")
 # scores
 p1("scores", "nan in V", lambda: sxor.scores(_nan_at(V), TH), r"\bV\b.*non-finite")
 p1("scores", "nan in theta", lambda: sxor.scores(V, _nan_at(TH)), r"theta.*non-finite")
 p1("scores", "float32 theta, float64 V", lambda: sxor.scores(V, TH.float()), r"theta.*dtype")
 p1("scores", "complex theta", lambda: sxor.scores(V, TH.to(torch.complex128)), r"theta")
-p1("scores", "theta of the wrong length", lambda: sxor.scores(V, torch.zeros(M - 1, dtype=f64)), r"theta.*m=")
+p1(
+    "scores",
+    "theta of the wrong length",
+    lambda: sxor.scores(V, torch.zeros(M - 1, dtype=f64)),
+    r"theta.*m=",
+)
 p1("scores", "V a list", lambda: sxor.scores(V.tolist(), TH), r"\bV\b")
 p1("scores", "complex V", lambda: sxor.scores(V.to(torch.complex128), TH), r"\bV\b")
 # sparse_xor_labels
-p1("sparse_xor_labels", "support with i* = j*", lambda: sxor.sparse_xor_labels(X, torch.tensor([2, 2])), r"i\* != j\*")
-p1("sparse_xor_labels", "support out of range", lambda: sxor.sparse_xor_labels(X, torch.tensor([0, D])), r"support out of range")
+p1(
+    "sparse_xor_labels",
+    "support with i* = j*",
+    lambda: sxor.sparse_xor_labels(X, torch.tensor([2, 2])),
+    r"i\* != j\*",
+)
+p1(
+    "sparse_xor_labels",
+    "support out of range",
+    lambda: sxor.sparse_xor_labels(X, torch.tensor([0, D])),
+    r"support out of range",
+)
 p1("sparse_xor_labels", "x one-dimensional", lambda: sxor.sparse_xor_labels(X[0], SUP), r"\bx\b")
-p1("sparse_xor_labels", "unsigned x", lambda: sxor.sparse_xor_labels(X.to(torch.uint8), SUP), r"\bx\b")
-p1("sparse_xor_labels", "float support", lambda: sxor.sparse_xor_labels(X, torch.tensor([0.0, 1.0])), r"support.*integer")
+p1(
+    "sparse_xor_labels",
+    "unsigned x",
+    lambda: sxor.sparse_xor_labels(X.to(torch.uint8), SUP),
+    r"\bx\b",
+)
+p1(
+    "sparse_xor_labels",
+    "float support",
+    lambda: sxor.sparse_xor_labels(X, torch.tensor([0.0, 1.0])),
+    r"support.*integer",
+)
 p1("sparse_xor_labels", "x a list", lambda: sxor.sparse_xor_labels(X.tolist(), SUP), r"\bx\b")
-p1("sparse_xor_labels", "batch shapes do not broadcast",
-   lambda: sxor.sparse_xor_labels(X.expand(2, 8, D), SUPB), r"batch shapes")
+p1(
+    "sparse_xor_labels",
+    "batch shapes do not broadcast",
+    lambda: sxor.sparse_xor_labels(X.expand(2, 8, D), SUPB),
+    r"batch shapes",
+)
 # sphere_embeddings
 p1("sphere_embeddings", "d = 1", lambda: sxor.sphere_embeddings(1, M), r"\bd\b")
 p1("sphere_embeddings", "m = 0", lambda: sxor.sphere_embeddings(D, 0), r"\bm\b")
 p1("sphere_embeddings", "d = 6.0", lambda: sxor.sphere_embeddings(6.0, M), r"\bd\b.*integer")
 p1("sphere_embeddings", "m = nan", lambda: sxor.sphere_embeddings(D, NAN), r"\bm\b")
 p1("sphere_embeddings", "m = inf", lambda: sxor.sphere_embeddings(D, INF), r"\bm\b")
-p1("sphere_embeddings", "complex dtype", lambda: sxor.sphere_embeddings(D, M, dtype=torch.complex128), r"dtype")
-p1("sphere_embeddings", "integer dtype", lambda: sxor.sphere_embeddings(D, M, dtype=torch.int64), r"dtype")
-p1("sphere_embeddings", "batch = (2.0,)", lambda: sxor.sphere_embeddings(D, M, batch=(2.0,)), r"batch")
+p1(
+    "sphere_embeddings",
+    "complex dtype",
+    lambda: sxor.sphere_embeddings(D, M, dtype=torch.complex128),
+    r"dtype",
+)
+p1(
+    "sphere_embeddings",
+    "integer dtype",
+    lambda: sxor.sphere_embeddings(D, M, dtype=torch.int64),
+    r"dtype",
+)
+p1(
+    "sphere_embeddings",
+    "batch = (2.0,)",
+    lambda: sxor.sphere_embeddings(D, M, batch=(2.0,)),
+    r"batch",
+)
 
 # --- Part II fixtures ------------------------------------------------------------------------
 F = Fraction
@@ -192,11 +358,20 @@ XE = I.as_exact([[1, 0], [0, 1], [1, 1]])
 XF = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=f64)
 AE, AF = I.identity_matrix(2), torch.eye(2, dtype=f64)
 EYE3 = torch.eye(3, dtype=f64)
-FF = dict(eta=1.0, W=torch.zeros(2, 3, dtype=f64), U=torch.zeros(3, 2, dtype=f64), b=torch.zeros(3, dtype=f64))
-FFE = dict(eta=1, W=I.as_exact(np.zeros((2, 3), dtype=int)), U=I.as_exact(np.zeros((3, 2), dtype=int)),
-           b=I.as_exact(np.zeros(3, dtype=int)))
+FF = {
+    "eta": 1.0,
+    "W": torch.zeros(2, 3, dtype=f64),
+    "U": torch.zeros(3, 2, dtype=f64),
+    "b": torch.zeros(3, dtype=f64),
+}
+FFE = {
+    "eta": 1,
+    "W": I.as_exact(np.zeros((2, 3), dtype=int)),
+    "U": I.as_exact(np.zeros((3, 2), dtype=int)),
+    "b": I.as_exact(np.zeros(3, dtype=int)),
+}
 PTS = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-SNAP = dict(v=[1, 0], s=0, h=F(1, 2), p=[1, 1], q=[1, 0])
+SNAP = {"v": [1, 0], "s": 0, "h": F(1, 2), "p": [1, 1], "q": [1, 0]}
 INPUTS, TARGETS = I.random_dataset(2, 3, 2, 2, seed=0)
 T_HARD = I.construct(INPUTS, TARGETS)
 T_SOFT = I.construct(INPUTS, TARGETS, "softmax")
@@ -217,20 +392,75 @@ p2("as_exact", "complex array", lambda: I.as_exact(np.array([1j])), r"dtype comp
 p2("as_exact", "None", lambda: I.as_exact(None), r"None")
 p2("as_exact", "nan", lambda: I.as_exact([NAN]), r"nan")
 # attention_scores
-p2("attention_scores", "A of the wrong shape", lambda: I.attention_scores(XE, I.identity_matrix(3)), r"\bA\b")
+p2(
+    "attention_scores",
+    "A of the wrong shape",
+    lambda: I.attention_scores(XE, I.identity_matrix(3)),
+    r"\bA\b",
+)
 p2("attention_scores", "float A with exact X", lambda: I.attention_scores(XE, np.eye(2)), r"\bA\b")
-p2("attention_scores", "X one-dimensional", lambda: I.attention_scores(torch.ones(3, dtype=f64), AF), r"\bX\b")
-p2("attention_scores", "X with no tokens", lambda: I.attention_scores(torch.ones(0, 2, dtype=f64), AF), r"\bX\b")
-p2("attention_scores", "nan in X", lambda: I.attention_scores(torch.tensor([[NAN, 0.0]]), AF), r"\bX\b.*non-finite")
-p2("attention_scores", "complex X", lambda: I.attention_scores(torch.ones(2, 2, dtype=torch.complex128), AF), r"\bX\b")
+p2(
+    "attention_scores",
+    "X one-dimensional",
+    lambda: I.attention_scores(torch.ones(3, dtype=f64), AF),
+    r"\bX\b",
+)
+p2(
+    "attention_scores",
+    "X with no tokens",
+    lambda: I.attention_scores(torch.ones(0, 2, dtype=f64), AF),
+    r"\bX\b",
+)
+p2(
+    "attention_scores",
+    "nan in X",
+    lambda: I.attention_scores(torch.tensor([[NAN, 0.0]]), AF),
+    r"\bX\b.*non-finite",
+)
+p2(
+    "attention_scores",
+    "complex X",
+    lambda: I.attention_scores(torch.ones(2, 2, dtype=torch.complex128), AF),
+    r"\bX\b",
+)
 p2("attention_scores", "X a list", lambda: I.attention_scores([[1.0, 0.0]], AF), r"\bX\b")
-p2("attention_scores", "nan in A", lambda: I.attention_scores(XF, torch.tensor([[NAN, 0.0], [0.0, 1.0]])), r"\bA\b")
+p2(
+    "attention_scores",
+    "nan in A",
+    lambda: I.attention_scores(XF, torch.tensor([[NAN, 0.0], [0.0, 1.0]])),
+    r"\bA\b",
+)
 # attention_trajectory
-p2("attention_trajectory", "steps = -1", lambda: I.attention_trajectory(XF, AF, 0.5, 0.5 * AF, 0, -1), r"steps")
-p2("attention_trajectory", "steps = 1.5", lambda: I.attention_trajectory(XF, AF, 0.5, 0.5 * AF, 0, 1.5), r"steps")
-p2("attention_trajectory", "tau = -1", lambda: I.attention_trajectory(XF, AF, 0.5, 0.5 * AF, -1, 2), r"tau")
-p2("attention_trajectory", "rho = nan", lambda: I.attention_trajectory(XF, AF, NAN, 0.5 * AF, 0, 2), r"rho")
-p2("attention_trajectory", "V of the wrong shape", lambda: I.attention_trajectory(XF, AF, 0.5, EYE3, 0, 2), r"\bV\b")
+p2(
+    "attention_trajectory",
+    "steps = -1",
+    lambda: I.attention_trajectory(XF, AF, 0.5, 0.5 * AF, 0, -1),
+    r"steps",
+)
+p2(
+    "attention_trajectory",
+    "steps = 1.5",
+    lambda: I.attention_trajectory(XF, AF, 0.5, 0.5 * AF, 0, 1.5),
+    r"steps",
+)
+p2(
+    "attention_trajectory",
+    "tau = -1",
+    lambda: I.attention_trajectory(XF, AF, 0.5, 0.5 * AF, -1, 2),
+    r"tau",
+)
+p2(
+    "attention_trajectory",
+    "rho = nan",
+    lambda: I.attention_trajectory(XF, AF, NAN, 0.5 * AF, 0, 2),
+    r"rho",
+)
+p2(
+    "attention_trajectory",
+    "V of the wrong shape",
+    lambda: I.attention_trajectory(XF, AF, 0.5, EYE3, 0, 2),
+    r"\bV\b",
+)
 # attention_weights
 p2("attention_weights", "tau = -1", lambda: I.attention_weights(XF, AF, -1), r"tau")
 p2("attention_weights", "tau = nan", lambda: I.attention_weights(XF, AF, NAN), r"tau")
@@ -241,44 +471,159 @@ p2("attention_weights", "softmax on exact X", lambda: I.attention_weights(XE, AE
 p2("attention_weights", "A of the wrong shape", lambda: I.attention_weights(XF, EYE3), r"\bA\b")
 # check_dataset
 p2("check_dataset", "N = 0", lambda: I.check_dataset([], []), r"empty")
-p2("check_dataset", "d = 1 with some m_j > 1", lambda: I.check_dataset([[[1], [2]]], [[[1], [2]]]), r"\bd\b")
-p2("check_dataset", "a repeated token", lambda: I.check_dataset([[[1, 0], [1, 0]]], [[[0, 0]]]), r"inputs\[0\]")
-p2("check_dataset", "m > n", lambda: I.check_dataset([[[1, 0]]], [[[0, 0], [1, 1]]]), r"targets\[0\]")
-p2("check_dataset", "two inputs with one set of tokens",
-   lambda: I.check_dataset([[[1, 0], [0, 1]], [[0, 1], [1, 0]]], [[[0, 0]], [[1, 1]]]), r"inputs\[0\]")
-p2("check_dataset", "mixed d", lambda: I.check_dataset([[[1, 0]], [[1, 0, 0]]], [[[0, 0]], [[1, 1, 1]]]), r"inputs\[1\]")
+p2(
+    "check_dataset",
+    "d = 1 with some m_j > 1",
+    lambda: I.check_dataset([[[1], [2]]], [[[1], [2]]]),
+    r"\bd\b",
+)
+p2(
+    "check_dataset",
+    "a repeated token",
+    lambda: I.check_dataset([[[1, 0], [1, 0]]], [[[0, 0]]]),
+    r"inputs\[0\]",
+)
+p2(
+    "check_dataset",
+    "m > n",
+    lambda: I.check_dataset([[[1, 0]]], [[[0, 0], [1, 1]]]),
+    r"targets\[0\]",
+)
+p2(
+    "check_dataset",
+    "two inputs with one set of tokens",
+    lambda: I.check_dataset([[[1, 0], [0, 1]], [[0, 1], [1, 0]]], [[[0, 0]], [[1, 1]]]),
+    r"inputs\[0\]",
+)
+p2(
+    "check_dataset",
+    "mixed d",
+    lambda: I.check_dataset([[[1, 0]], [[1, 0, 0]]], [[[0, 0]], [[1, 1, 1]]]),
+    r"inputs\[1\]",
+)
 p2("check_dataset", "nan token", lambda: I.check_dataset([[[NAN, 0]]], [[[0, 0]]]), r"inputs\[0\]")
-p2("check_dataset", "string token", lambda: I.check_dataset([[["a", 0]]], [[[0, 0]]]), r"inputs\[0\]")
-p2("check_dataset", "more inputs than targets", lambda: I.check_dataset(INPUTS, TARGETS[:1]), r"target")
+p2(
+    "check_dataset",
+    "string token",
+    lambda: I.check_dataset([[["a", 0]]], [[[0, 0]]]),
+    r"inputs\[0\]",
+)
+p2(
+    "check_dataset",
+    "more inputs than targets",
+    lambda: I.check_dataset(INPUTS, TARGETS[:1]),
+    r"target",
+)
 # construct
 p2("construct", "unknown attention", lambda: I.construct(INPUTS, TARGETS, "linear"), r"attention")
-p2("construct", "attention not a string", lambda: I.construct(INPUTS, TARGETS, ["hardmax"]), r"attention")
-p2("construct", "hardmax with a temperature", lambda: I.construct(INPUTS, TARGETS, "hardmax", tau=0.1), r"tau")
-p2("construct", "softmax tau = nan", lambda: I.construct(INPUTS, TARGETS, "softmax", tau=NAN), r"tau")
+p2(
+    "construct",
+    "attention not a string",
+    lambda: I.construct(INPUTS, TARGETS, ["hardmax"]),
+    r"attention",
+)
+p2(
+    "construct",
+    "hardmax with a temperature",
+    lambda: I.construct(INPUTS, TARGETS, "hardmax", tau=0.1),
+    r"tau",
+)
+p2(
+    "construct",
+    "softmax tau = nan",
+    lambda: I.construct(INPUTS, TARGETS, "softmax", tau=NAN),
+    r"tau",
+)
 p2("construct", "softmax tau = -1", lambda: I.construct(INPUTS, TARGETS, "softmax", tau=-1), r"tau")
 p2("construct", "N = 0", lambda: I.construct([], []), r"empty")
 p2("construct", "more inputs than targets", lambda: I.construct(INPUTS, TARGETS[:1]), r"target")
 # feed_forward
-p2("feed_forward", "U of the wrong shape", lambda: I.feed_forward(XF, **{**FF, "U": torch.zeros(3, 3, dtype=f64)}), r"\bU\b")
-p2("feed_forward", "b of the wrong shape", lambda: I.feed_forward(XF, **{**FF, "b": torch.zeros(2, dtype=f64)}), r"\bb\b")
-p2("feed_forward", "W of the wrong shape", lambda: I.feed_forward(XF, **{**FF, "W": torch.zeros(3, 3, dtype=f64)}), r"\bW\b")
+p2(
+    "feed_forward",
+    "U of the wrong shape",
+    lambda: I.feed_forward(XF, **{**FF, "U": torch.zeros(3, 3, dtype=f64)}),
+    r"\bU\b",
+)
+p2(
+    "feed_forward",
+    "b of the wrong shape",
+    lambda: I.feed_forward(XF, **{**FF, "b": torch.zeros(2, dtype=f64)}),
+    r"\bb\b",
+)
+p2(
+    "feed_forward",
+    "W of the wrong shape",
+    lambda: I.feed_forward(XF, **{**FF, "W": torch.zeros(3, 3, dtype=f64)}),
+    r"\bW\b",
+)
 p2("feed_forward", "eta = nan", lambda: I.feed_forward(XF, **{**FF, "eta": NAN}), r"eta")
 p2("feed_forward", "eta a string", lambda: I.feed_forward(XF, **{**FF, "eta": "1"}), r"eta")
-p2("feed_forward", "integer tensor X", lambda: I.feed_forward(torch.ones(2, 2, dtype=torch.long), **FF), r"\bX\b")
-p2("feed_forward", "float eta with exact X", lambda: I.feed_forward(XE, **{**FFE, "eta": 0.5}), r"eta")
-p2("feed_forward", "nan in U", lambda: I.feed_forward(XF, **{**FF, "U": torch.full((3, 2), NAN, dtype=f64)}), r"\bU\b")
+p2(
+    "feed_forward",
+    "integer tensor X",
+    lambda: I.feed_forward(torch.ones(2, 2, dtype=torch.long), **FF),
+    r"\bX\b",
+)
+p2(
+    "feed_forward",
+    "float eta with exact X",
+    lambda: I.feed_forward(XE, **{**FFE, "eta": 0.5}),
+    r"eta",
+)
+p2(
+    "feed_forward",
+    "nan in U",
+    lambda: I.feed_forward(XF, **{**FF, "U": torch.full((3, 2), NAN, dtype=f64)}),
+    r"\bU\b",
+)
 # feed_forward_enclosure
-p2("feed_forward_enclosure", "lo > hi", lambda: I.feed_forward_enclosure([[1, 1]], [[0, 0]], **FFE), r"\blo\b")
-p2("feed_forward_enclosure", "lo and hi of different shapes", lambda: I.feed_forward_enclosure([[0, 0]], [[1, 1, 1]], **FFE), r"\blo\b")
-p2("feed_forward_enclosure", "float lo", lambda: I.feed_forward_enclosure([[0.5, 0]], [[1, 1]], **FFE), r"\blo\b")
-p2("feed_forward_enclosure", "U of the wrong shape",
-   lambda: I.feed_forward_enclosure([[0, 0]], [[1, 1]], **{**FFE, "U": I.as_exact(np.zeros((3, 3), dtype=int))}), r"\bU\b")
-p2("feed_forward_enclosure", "float eta", lambda: I.feed_forward_enclosure([[0, 0]], [[1, 1]], **{**FFE, "eta": 0.5}), r"eta")
-p2("feed_forward_enclosure", "one-dimensional lo", lambda: I.feed_forward_enclosure([0, 0], [1, 1], **FFE), r"\blo\b")
+p2(
+    "feed_forward_enclosure",
+    "lo > hi",
+    lambda: I.feed_forward_enclosure([[1, 1]], [[0, 0]], **FFE),
+    r"\blo\b",
+)
+p2(
+    "feed_forward_enclosure",
+    "lo and hi of different shapes",
+    lambda: I.feed_forward_enclosure([[0, 0]], [[1, 1, 1]], **FFE),
+    r"\blo\b",
+)
+p2(
+    "feed_forward_enclosure",
+    "float lo",
+    lambda: I.feed_forward_enclosure([[0.5, 0]], [[1, 1]], **FFE),
+    r"\blo\b",
+)
+p2(
+    "feed_forward_enclosure",
+    "U of the wrong shape",
+    lambda: I.feed_forward_enclosure(
+        [[0, 0]], [[1, 1]], **{**FFE, "U": I.as_exact(np.zeros((3, 3), dtype=int))}
+    ),
+    r"\bU\b",
+)
+p2(
+    "feed_forward_enclosure",
+    "float eta",
+    lambda: I.feed_forward_enclosure([[0, 0]], [[1, 1]], **{**FFE, "eta": 0.5}),
+    r"eta",
+)
+p2(
+    "feed_forward_enclosure",
+    "one-dimensional lo",
+    lambda: I.feed_forward_enclosure([0, 0], [1, 1], **FFE),
+    r"\blo\b",
+)
 # hausdorff and hausdorff_squared share their checks
 for _name in ("hausdorff", "hausdorff_squared"):
     _fn = getattr(I, _name)
-    p2(_name, "different token dimensions", lambda f=_fn: f(XF, torch.ones(2, 3, dtype=f64)), r"dimension d")
+    p2(
+        _name,
+        "different token dimensions",
+        lambda f=_fn: f(XF, torch.ones(2, 3, dtype=f64)),
+        r"dimension d",
+    )
     p2(_name, "P with no tokens", lambda f=_fn: f(torch.ones(0, 2, dtype=f64), XF), r"\bP\b")
     p2(_name, "nan in Q", lambda f=_fn: f(XF, torch.tensor([[NAN, 0.0]], dtype=f64)), r"\bQ\b")
     p2(_name, "P one-dimensional", lambda f=_fn: f(torch.ones(2, dtype=f64), XF), r"\bP\b")
@@ -294,15 +639,43 @@ for _name in ("identity_layer", "identity_matrix"):
     p2(_name, "d = '2'", lambda f=_fn: f("2"), r"\bd\b")
 # interpolation_errors
 p2("interpolation_errors", "N = 0", lambda: I.interpolation_errors(T_HARD, [], []), r"empty")
-p2("interpolation_errors", "m > n", lambda: I.interpolation_errors(T_HARD, [[[1, 0]]], [[[0, 0], [1, 1]]]), r"targets\[0\]")
-p2("interpolation_errors", "a repeated token",
-   lambda: I.interpolation_errors(T_HARD, [[[1, 0], [1, 0]]], [[[0, 0]]]), r"inputs\[0\]")
-p2("interpolation_errors", "string token", lambda: I.interpolation_errors(T_HARD, [[["a", "b"]]], [[[0, 0]]]), r"inputs\[0\]")
-p2("interpolation_errors", "nan token", lambda: I.interpolation_errors(T_HARD, [[[NAN, 0.0]]], [[[0, 0]]]), r"inputs\[0\]")
-p2("interpolation_errors", "mixed d in the dataset",
-   lambda: I.interpolation_errors(T_HARD, [[[1, 0]], [[1, 0, 0]]], [[[0, 0]], [[1, 1, 1]]]), r"inputs\[1\]")
+p2(
+    "interpolation_errors",
+    "m > n",
+    lambda: I.interpolation_errors(T_HARD, [[[1, 0]]], [[[0, 0], [1, 1]]]),
+    r"targets\[0\]",
+)
+p2(
+    "interpolation_errors",
+    "a repeated token",
+    lambda: I.interpolation_errors(T_HARD, [[[1, 0], [1, 0]]], [[[0, 0]]]),
+    r"inputs\[0\]",
+)
+p2(
+    "interpolation_errors",
+    "string token",
+    lambda: I.interpolation_errors(T_HARD, [[["a", "b"]]], [[[0, 0]]]),
+    r"inputs\[0\]",
+)
+p2(
+    "interpolation_errors",
+    "nan token",
+    lambda: I.interpolation_errors(T_HARD, [[[NAN, 0.0]]], [[[0, 0]]]),
+    r"inputs\[0\]",
+)
+p2(
+    "interpolation_errors",
+    "mixed d in the dataset",
+    lambda: I.interpolation_errors(T_HARD, [[[1, 0]], [[1, 0, 0]]], [[[0, 0]], [[1, 1, 1]]]),
+    r"inputs\[1\]",
+)
 # leaders
-p2("leaders", "X three-dimensional", lambda: I.leaders(torch.ones(2, 2, 2, dtype=f64), AF), r"\bX\b")
+p2(
+    "leaders",
+    "X three-dimensional",
+    lambda: I.leaders(torch.ones(2, 2, 2, dtype=f64), AF),
+    r"\bX\b",
+)
 p2("leaders", "A of the wrong shape", lambda: I.leaders(XF, EYE3), r"\bA\b")
 p2("leaders", "nan in X", lambda: I.leaders(torch.tensor([[NAN, 0.0]]), AF), r"\bX\b")
 p2("leaders", "X a string", lambda: I.leaders("abc", AF), r"\bX\b")
@@ -311,8 +684,18 @@ p2("leaders", "X one-dimensional", lambda: I.leaders(torch.ones(2, dtype=f64), A
 # random_dataset
 p2("random_dataset", "d = 1", lambda: I.random_dataset(2, 3, 2, 1), r"\bd\b")
 p2("random_dataset", "m > n", lambda: I.random_dataset(2, 2, 3, 2), r"m_j <= n_j")
-p2("random_dataset", "n a list of the wrong length", lambda: I.random_dataset(2, [3], 2, 2), r"\bn\b")
-p2("random_dataset", "m a list of the wrong length", lambda: I.random_dataset(2, 3, [2], 2), r"\bm\b")
+p2(
+    "random_dataset",
+    "n a list of the wrong length",
+    lambda: I.random_dataset(2, [3], 2, 2),
+    r"\bn\b",
+)
+p2(
+    "random_dataset",
+    "m a list of the wrong length",
+    lambda: I.random_dataset(2, 3, [2], 2),
+    r"\bm\b",
+)
 p2("random_dataset", "n = 0", lambda: I.random_dataset(2, 0, 0, 2), r"n_j")
 p2("random_dataset", "n = -1", lambda: I.random_dataset(2, -1, 1, 2), r"n_j")
 # rank_one_layer
@@ -327,7 +710,12 @@ p2("self_attention", "V of the wrong shape", lambda: I.self_attention(XF, AF, 0.
 p2("self_attention", "rho = nan", lambda: I.self_attention(XF, AF, NAN, AF), r"rho")
 p2("self_attention", "rho a string", lambda: I.self_attention(XF, AF, "0", AF), r"rho")
 p2("self_attention", "tau = -1", lambda: I.self_attention(XF, AF, 0.0, AF, -1), r"tau")
-p2("self_attention", "float A with exact X", lambda: I.self_attention(XE, np.eye(2), 0, AE), r"\bA\b")
+p2(
+    "self_attention",
+    "float A with exact X",
+    lambda: I.self_attention(XE, np.eye(2), 0, AE),
+    r"\bA\b",
+)
 p2("self_attention", "float rho with exact X", lambda: I.self_attention(XE, AE, 0.5, AE), r"rho")
 # snap_layer
 p2("snap_layer", "h = 0", lambda: I.snap_layer(**{**SNAP, "h": 0}), r"\bh\b")
@@ -336,41 +724,148 @@ p2("snap_layer", "v = 0", lambda: I.snap_layer(**{**SNAP, "v": [0, 0]}), r"\bv\b
 p2("snap_layer", "p of another length", lambda: I.snap_layer(**{**SNAP, "p": [1, 1, 1]}), r"\bp\b")
 p2("snap_layer", "v two-dimensional", lambda: I.snap_layer(**{**SNAP, "v": [[1, 0]]}), r"\bv\b")
 # softmax_attention_enclosure
-p2("softmax_attention_enclosure", "tau = 0", lambda: I.softmax_attention_enclosure(XE, AE, 0, AE, 0), r"tau")
-p2("softmax_attention_enclosure", "tau = -1", lambda: I.softmax_attention_enclosure(XE, AE, 0, AE, -1), r"tau")
-p2("softmax_attention_enclosure", "float tau", lambda: I.softmax_attention_enclosure(XE, AE, 0, AE, 0.5), r"tau")
-p2("softmax_attention_enclosure", "X one-dimensional", lambda: I.softmax_attention_enclosure([1, 0], AE, 0, AE, 1), r"\bX\b")
-p2("softmax_attention_enclosure", "V of the wrong shape",
-   lambda: I.softmax_attention_enclosure(XE, AE, 0, I.identity_matrix(3), 1), r"\bV\b")
-p2("softmax_attention_enclosure", "A of the wrong shape",
-   lambda: I.softmax_attention_enclosure(XE, I.identity_matrix(3), 0, AE, 1), r"\bA\b")
+p2(
+    "softmax_attention_enclosure",
+    "tau = 0",
+    lambda: I.softmax_attention_enclosure(XE, AE, 0, AE, 0),
+    r"tau",
+)
+p2(
+    "softmax_attention_enclosure",
+    "tau = -1",
+    lambda: I.softmax_attention_enclosure(XE, AE, 0, AE, -1),
+    r"tau",
+)
+p2(
+    "softmax_attention_enclosure",
+    "float tau",
+    lambda: I.softmax_attention_enclosure(XE, AE, 0, AE, 0.5),
+    r"tau",
+)
+p2(
+    "softmax_attention_enclosure",
+    "X one-dimensional",
+    lambda: I.softmax_attention_enclosure([1, 0], AE, 0, AE, 1),
+    r"\bX\b",
+)
+p2(
+    "softmax_attention_enclosure",
+    "V of the wrong shape",
+    lambda: I.softmax_attention_enclosure(XE, AE, 0, I.identity_matrix(3), 1),
+    r"\bV\b",
+)
+p2(
+    "softmax_attention_enclosure",
+    "A of the wrong shape",
+    lambda: I.softmax_attention_enclosure(XE, I.identity_matrix(3), 0, AE, 1),
+    r"\bA\b",
+)
 # softmax_certificate
-p2("softmax_certificate", "tau = -1", lambda: I.softmax_certificate(T_SOFT, INPUTS, TARGETS, -1), r"tau")
-p2("softmax_certificate", "tau = 0", lambda: I.softmax_certificate(T_SOFT, INPUTS, TARGETS, 0), r"tau")
-p2("softmax_certificate", "tau = -1/2", lambda: I.softmax_certificate(T_SOFT, INPUTS, TARGETS, F(-1, 2)), r"tau")
-p2("softmax_certificate", "a hardmax network", lambda: I.softmax_certificate(T_HARD, INPUTS, TARGETS), r"softmax")
+p2(
+    "softmax_certificate",
+    "tau = -1",
+    lambda: I.softmax_certificate(T_SOFT, INPUTS, TARGETS, -1),
+    r"tau",
+)
+p2(
+    "softmax_certificate",
+    "tau = 0",
+    lambda: I.softmax_certificate(T_SOFT, INPUTS, TARGETS, 0),
+    r"tau",
+)
+p2(
+    "softmax_certificate",
+    "tau = -1/2",
+    lambda: I.softmax_certificate(T_SOFT, INPUTS, TARGETS, F(-1, 2)),
+    r"tau",
+)
+p2(
+    "softmax_certificate",
+    "a hardmax network",
+    lambda: I.softmax_certificate(T_HARD, INPUTS, TARGETS),
+    r"softmax",
+)
 p2("softmax_certificate", "N = 0", lambda: I.softmax_certificate(T_SOFT, [], []), r"empty")
-p2("softmax_certificate", "a repeated token",
-   lambda: I.softmax_certificate(T_SOFT, [[[1, 0], [1, 0]]], [[[0, 0]]]), r"inputs\[0\]")
+p2(
+    "softmax_certificate",
+    "a repeated token",
+    lambda: I.softmax_certificate(T_SOFT, [[[1, 0], [1, 0]]], [[[0, 0]]]),
+    r"inputs\[0\]",
+)
 # the returned network's methods
-p2("InterpolatingTransformer", "call on one-dimensional tokens", lambda: T_HARD(I.as_exact([1, 0])), r"dimension d = 2")
-p2("InterpolatingTransformer", "call on nan tokens", lambda: T_HARD(np.array([[NAN, 0.0]])), r"\bX\b")
+p2(
+    "InterpolatingTransformer",
+    "call on one-dimensional tokens",
+    lambda: T_HARD(I.as_exact([1, 0])),
+    r"dimension d = 2",
+)
+p2(
+    "InterpolatingTransformer",
+    "call on nan tokens",
+    lambda: T_HARD(np.array([[NAN, 0.0]])),
+    r"\bX\b",
+)
 p2("InterpolatingTransformer", "error_bound at tau = -1", lambda: T_SOFT.error_bound(-1), r"tau")
 p2("InterpolatingTransformer", "error_bound at tau = nan", lambda: T_SOFT.error_bound(NAN), r"tau")
-p2("InterpolatingTransformer", "error_bound of a hardmax network", lambda: T_HARD.error_bound(0.1), r"softmax")
+p2(
+    "InterpolatingTransformer",
+    "error_bound of a hardmax network",
+    lambda: T_HARD.error_bound(0.1),
+    r"softmax",
+)
 p2("InterpolatingTransformer", "error_bound at tau = 'x'", lambda: T_SOFT.error_bound("x"), r"tau")
 p2("InterpolatingTransformer", "map of an int", lambda: T_HARD.map(5), r"sequences")
 p2("check_dataset", "ints instead of lists", lambda: I.check_dataset(5, 5), r"inputs")
-p2("softmax_certificate", "T a string", lambda: I.softmax_certificate("T", INPUTS, TARGETS), r"\bT\b")
-p2("interpolation_errors", "T a string", lambda: I.interpolation_errors("T", INPUTS, TARGETS), r"\bT\b")
+p2(
+    "softmax_certificate",
+    "T a string",
+    lambda: I.softmax_certificate("T", INPUTS, TARGETS),
+    r"\bT\b",
+)
+p2(
+    "interpolation_errors",
+    "T a string",
+    lambda: I.interpolation_errors("T", INPUTS, TARGETS),
+    r"\bT\b",
+)
 # the clustering helpers refuse what is not a real point cloud
-p2("convex_hull_2d", "a nan point", lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [NAN, 1], [0, 1]])), r"points")
-p2("convex_hull_2d", "an inf point", lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [np.inf, 1], [0, 1]])), r"points")
-p2("convex_hull_2d", "complex points", lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [1j, 1], [0, 1]])), r"points")
-p2("convex_hull_2d", "one-dimensional input", lambda: I.convex_hull_2d(np.array([0, 1, 2])), r"points")
+p2(
+    "convex_hull_2d",
+    "a nan point",
+    lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [NAN, 1], [0, 1]])),
+    r"points",
+)
+p2(
+    "convex_hull_2d",
+    "an inf point",
+    lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [np.inf, 1], [0, 1]])),
+    r"points",
+)
+p2(
+    "convex_hull_2d",
+    "complex points",
+    lambda: I.convex_hull_2d(np.array([[0, 0], [1, 0], [1j, 1], [0, 1]])),
+    r"points",
+)
+p2(
+    "convex_hull_2d",
+    "one-dimensional input",
+    lambda: I.convex_hull_2d(np.array([0, 1, 2])),
+    r"points",
+)
 p2("convex_hull_2d", "a string", lambda: I.convex_hull_2d("abc"), r"points")
-p2("distinct_points", "tol = nan", lambda: I.distinct_points(np.array([[0.0, 1.0]]), tol=NAN), r"\btol\b")
-p2("distinct_points", "tol a string", lambda: I.distinct_points(np.array([[0.0, 1.0]]), tol="0"), r"\btol\b")
+p2(
+    "distinct_points",
+    "tol = nan",
+    lambda: I.distinct_points(np.array([[0.0, 1.0]]), tol=NAN),
+    r"\btol\b",
+)
+p2(
+    "distinct_points",
+    "tol a string",
+    lambda: I.distinct_points(np.array([[0.0, 1.0]]), tol="0"),
+    r"\btol\b",
+)
 p2("distinct_points", "a nan row", lambda: I.distinct_points(np.array([[NAN, 0.0]])), r"\bX\b")
 p2("distinct_points", "an inf row", lambda: I.distinct_points(np.array([[np.inf, 0.0]])), r"\bX\b")
 p2("distinct_points", "a string", lambda: I.distinct_points("abc"), r"\bX\b")
@@ -388,7 +883,9 @@ def _run(row: Row) -> None:
     with hang_guard(f"{row.function} with {row.what}"):
         with pytest.raises((ValueError, TypeError)) as info:
             row.call()
-    assert info.match(f"(?i){row.names}"), f"{row.function} with {row.what}: message {str(info.value)!r}"
+    assert info.match(f"(?i){row.names}"), (
+        f"{row.function} with {row.what}: message {str(info.value)!r}"
+    )
 
 
 @pytest.mark.parametrize("row", PART1, ids=[f"{r.function}: {r.what}" for r in PART1])
@@ -408,14 +905,22 @@ def test_every_public_function_has_five_bad_inputs(module, rows) -> None:
         counts[row.function] = counts.get(row.function, 0) + 1
     unknown = set(counts) - set(module.__all__)
     assert not unknown, f"rows for names not in {module.__name__}.__all__: {sorted(unknown)}"
-    short = {name: counts.get(name, 0) for name in module.__all__ if name not in EXEMPT and counts.get(name, 0) < 5}
+    short = {
+        name: counts.get(name, 0)
+        for name in module.__all__
+        if name not in EXEMPT and counts.get(name, 0) < 5
+    }
     assert not short, f"public functions with fewer than five bad-input rows: {short}"
 
 
 def test_integer_valued_float_sizes_are_refused_consistently() -> None:
     # The documented policy of sxor.xor.checks: sizes are integers, never floats, even 6.0.
-    for call in (lambda: sxor.all_inputs(6.0), lambda: sxor.random_support(6.0),
-                 lambda: sxor.sphere_embeddings(6, 4.0), lambda: sxor.sample_sparse_xor(8.0, 6, (0, 1))):
+    for call in (
+        lambda: sxor.all_inputs(6.0),
+        lambda: sxor.random_support(6.0),
+        lambda: sxor.sphere_embeddings(6, 4.0),
+        lambda: sxor.sample_sparse_xor(8.0, 6, (0, 1)),
+    ):
         with pytest.raises(TypeError, match="integer"):
             call()
     # ... and integer scalars of numpy and torch are integers.

@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_one_step", ROOT / "benchmarks" / "bench_one_step.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_one_step", ROOT / "benchmarks" / "bench_one_step.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules["bench_one_step"] = module
     spec.loader.exec_module(module)
@@ -39,7 +41,9 @@ def test_one_step_equals_the_straightforward_reference(bench, d, m, count):
 
 def test_side_by_side_times_both_and_interleaves(bench):
     calls = []
-    fast, slow, ratio = bench.side_by_side(lambda: calls.append("f"), lambda: calls.append("s"), torch.device("cpu"), 3)
+    fast, slow, ratio = bench.side_by_side(
+        lambda: calls.append("f"), lambda: calls.append("s"), torch.device("cpu"), 3
+    )
     assert fast >= 0 and slow >= 0 and ratio > 0
     assert calls == ["f", "s"] * 4
     pairs = []
@@ -97,9 +101,15 @@ def test_limit_comparison_records_the_limit_and_both_ratios(bench):
     assert row["fraction_of_limit"] == row["limit_seconds"] / row["one_step_seconds"]
     assert row["ratio_vs_reference"] > 0 and len(row["ratio_vs_reference_pairs"]) == 3
     assert row["max_relative_difference_vs_reference"] < 1e-10
-    assert row["cpu_limit_seconds"] >= 0 and row["cpu_fraction_of_limit"] >= 0 and row["cpu_ratio_vs_reference"] >= 0
+    assert (
+        row["cpu_limit_seconds"] >= 0
+        and row["cpu_fraction_of_limit"] >= 0
+        and row["cpu_ratio_vs_reference"] >= 0
+    )
     assert row["path"] in ("native", "torch") and row["path_reason"]
-    assert row["other_form"] == "two reads of V" and row["one_step_other_form_seconds"] > 0  # 16 KiB: three
+    assert (
+        row["other_form"] == "two reads of V" and row["one_step_other_form_seconds"] > 0
+    )  # 16 KiB: three
 
 
 @pytest.mark.parametrize("limit", [False, True])
@@ -117,8 +127,10 @@ def test_blocked_matrix_vector_passes_give_the_same_step(monkeypatch, limit):
     monkeypatch.setattr(population, "_MV_BLOCK", 300)  # blocks that do not divide d
     assert population._mv_path(inst.V.transpose(-1, -2), inst.theta0.unsqueeze(-2))
     blocked = fn(inst.V, inst.theta0, inst.support, eta)
-    for a, b in zip(whole if not limit else (*whole.step, whole.head, whole.head_tilde),
-                    blocked if not limit else (*blocked.step, blocked.head, blocked.head_tilde)):
+    for a, b in zip(
+        whole if not limit else (*whole.step, whole.head, whole.head_tilde),
+        blocked if not limit else (*blocked.step, blocked.head, blocked.head_tilde),
+    ):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 

@@ -7,13 +7,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib import font_manager  # noqa: E402
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib import font_manager
 
-from sxor import book  # noqa: E402
-from sxor.interp.plots import uniform_legend_markers  # noqa: E402
-from tools.check_site import MIN_PHONE_SCALE, PHONE_WIDTH  # noqa: E402
+from sxor import book
+from sxor.interp.plots import uniform_legend_markers
+from tools.check_site import MIN_PHONE_SCALE, PHONE_WIDTH
 
 #: The text column on a 390 px phone (the theme's padding leaves about 342 px).
 PHONE_COLUMN = 342
@@ -43,9 +43,17 @@ def test_setup_applies_the_style_file():
 def test_every_text_size_is_legible_on_a_phone(styled):
     width_px = styled["figure.figsize"][0] * styled["figure.dpi"]
     scale = min(1.0, PHONE_COLUMN / width_px)
-    assert scale >= MIN_PHONE_SCALE, "a default-size figure is shrunk past what the browser check allows"
-    for key in ("font.size", "axes.labelsize", "axes.titlesize", "xtick.labelsize", "ytick.labelsize",
-                "legend.fontsize"):
+    assert scale >= MIN_PHONE_SCALE, (
+        "a default-size figure is shrunk past what the browser check allows"
+    )
+    for key in (
+        "font.size",
+        "axes.labelsize",
+        "axes.titlesize",
+        "xtick.labelsize",
+        "ytick.labelsize",
+        "legend.fontsize",
+    ):
         shown = points_to_px(styled[key], styled) * scale
         assert shown >= MIN_TEXT_PX, f"{key}: {shown:.1f} px on a {PHONE_WIDTH} px phone"
     assert width_px <= 800, "wider than the text column at 1400 px: it would be shrunk there too"

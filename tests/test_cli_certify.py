@@ -14,7 +14,10 @@ from sxor.cli import main
 from sxor.interp import random_dataset
 from sxor.interp.datafile import load_dataset
 
-GOOD = {"inputs": [[[0, 0], [1, 0], [0, 1]], [[2, 2], [3, 1]]], "targets": [[[1, 1], ["1/2", 0]], [[5, 5]]]}
+GOOD = {
+    "inputs": [[[0, 0], [1, 0], [0, 1]], [[2, 2], [3, 1]]],
+    "targets": [[[1, 1], ["1/2", 0]], [[5, 5]]],
+}
 
 
 def _write(tmp_path, name, payload):
@@ -32,11 +35,19 @@ def test_certify_a_json_file(tmp_path, capsys):
 
 def test_certify_an_npz_file_with_a_denominator(tmp_path, capsys):
     X, Y = random_dataset(3, 5, [2, 1, 3], 3, seed=1, denominator=4)
-    arrays = {f"inputs_{j}": np.array([[int(v * 4) for v in row] for row in x]) for j, x in enumerate(X)}
-    arrays |= {f"targets_{j}": np.array([[int(v * 4) for v in row] for row in y]) for j, y in enumerate(Y)}
+    arrays = {
+        f"inputs_{j}": np.array([[int(v * 4) for v in row] for row in x]) for j, x in enumerate(X)
+    }
+    arrays |= {
+        f"targets_{j}": np.array([[int(v * 4) for v in row] for row in y]) for j, y in enumerate(Y)
+    }
     np.savez(tmp_path / "data.npz", denominator=4, **arrays)
     X2, Y2, tau = load_dataset(tmp_path / "data.npz")
-    assert tau is None and all((a == b).all() for a, b in zip(X, X2)) and all((a == b).all() for a, b in zip(Y, Y2))
+    assert (
+        tau is None
+        and all((a == b).all() for a, b in zip(X, X2))
+        and all((a == b).all() for a, b in zip(Y, Y2))
+    )
     assert main(["certify", str(tmp_path / "data.npz")]) == 0
     assert "exact = True" in capsys.readouterr().out
 
@@ -61,8 +72,16 @@ BAD_JSON = [
     ("not an object", [1, 2], "JSON object"),
     ("not JSON", "{inputs: ", "not valid JSON"),
     ("not a number", {"inputs": [[["x", 0]]], "targets": [[[1, 1]]]}, "not a rational"),
-    ("same inputs, other targets", {"inputs": [[[0, 0]], [[0, 0]]], "targets": [[[1, 1]], [[2, 2]]]}, "targets"),
-    ("mixed dimensions", {"inputs": [[[0, 0]], [[0, 0, 1]]], "targets": [[[1, 1]], [[2, 2, 2]]]}, "dimension"),
+    (
+        "same inputs, other targets",
+        {"inputs": [[[0, 0]], [[0, 0]]], "targets": [[[1, 1]], [[2, 2]]]},
+        "targets",
+    ),
+    (
+        "mixed dimensions",
+        {"inputs": [[[0, 0]], [[0, 0, 1]]], "targets": [[[1, 1]], [[2, 2, 2]]]},
+        "dimension",
+    ),
     ("empty", {"inputs": [], "targets": []}, "empty"),
 ]
 
@@ -78,11 +97,22 @@ def test_bad_json_files_are_refused_with_the_reason(tmp_path, capsys, name, payl
 def test_bad_npz_files_and_paths_are_refused(tmp_path, capsys):
     np.savez(tmp_path / "float.npz", inputs_0=np.zeros((2, 2)), targets_0=np.ones((1, 2)))
     np.savez(tmp_path / "missing.npz", inputs_0=np.zeros((2, 2), dtype=int))
-    np.savez(tmp_path / "den.npz", inputs_0=np.eye(2, dtype=int), targets_0=np.ones((1, 2), dtype=int), denominator=0)
+    np.savez(
+        tmp_path / "den.npz",
+        inputs_0=np.eye(2, dtype=int),
+        targets_0=np.ones((1, 2), dtype=int),
+        denominator=0,
+    )
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     (tmp_path / "data.csv").write_text("1,2\n")
-    cases = [("float.npz", "dtype float64"), ("missing.npz", "targets_0"), ("den.npz", "denominator"),
-             ("junk.npz", "NPZ"), ("data.csv", "unknown format"), ("nothing.json", "no such file")]
+    cases = [
+        ("float.npz", "dtype float64"),
+        ("missing.npz", "targets_0"),
+        ("den.npz", "denominator"),
+        ("junk.npz", "NPZ"),
+        ("data.csv", "unknown format"),
+        ("nothing.json", "no such file"),
+    ]
     for name, reason in cases:
         assert main(["certify", str(tmp_path / name)]) == 2, name
         assert reason in capsys.readouterr().err, name
@@ -92,8 +122,18 @@ def test_bad_npz_files_and_paths_are_refused(tmp_path, capsys):
 
 def test_certify_runs_as_a_module(tmp_path):
     path = _write(tmp_path, "good.json", GOOD)
-    done = subprocess.run([sys.executable, "-m", "sxor", "certify", str(path)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "sxor", "certify", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0 and "exact = True" in done.stdout
     bad = _write(tmp_path, "bad.json", BAD_JSON[0][1])
-    done = subprocess.run([sys.executable, "-m", "sxor", "certify", str(bad)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "sxor", "certify", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and "refused" in done.stderr

@@ -21,8 +21,20 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on
 def install_commands(tmp_path: Path, *assignments: str, stamp: str) -> str:
     venv = tmp_path / "venv"
     result = subprocess.run(
-        ["make", "-n", "--always-make", "-C", str(ROOT), f"VENV={venv}", *assignments, str(venv / stamp)],
-        capture_output=True, text=True, timeout=60)
+        [
+            "make",
+            "-n",
+            "--always-make",
+            "-C",
+            str(ROOT),
+            f"VENV={venv}",
+            *assignments,
+            str(venv / stamp),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert not venv.exists(), "make -n created the environment"
     return result.stdout
@@ -40,6 +52,7 @@ def test_cpu_route_adds_pytorchs_cpu_index(tmp_path):
 
 
 def test_any_other_index(tmp_path):
-    commands = install_commands(tmp_path, "TORCH_INDEX_URL=https://example.org/simple",
-                                stamp=".installed-extra-index")
+    commands = install_commands(
+        tmp_path, "TORCH_INDEX_URL=https://example.org/simple", stamp=".installed-extra-index"
+    )
     assert "--extra-index-url https://example.org/simple" in commands

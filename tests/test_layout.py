@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 SXOR = Path(__file__).resolve().parents[1] / "sxor"
-MACHINERY = ["book.py", "results.py", "progress.py", "cli.py", "__main__.py", "experiments/__init__.py"]
+MACHINERY = [
+    "book.py",
+    "results.py",
+    "progress.py",
+    "cli.py",
+    "__main__.py",
+    "experiments/__init__.py",
+]
 PART2 = sorted(str(p.relative_to(SXOR)) for p in (SXOR / "interp").rglob("*.py"))
 
 
@@ -41,11 +48,20 @@ def test_imports_are_resolved():
 
 @pytest.mark.parametrize("module", MACHINERY + PART2)
 def test_machinery_and_part2_import_nothing_from_part1(module):
-    bad = sorted(n for n in imported_modules(SXOR / module) if n == "sxor.xor" or n.startswith("sxor.xor."))
+    bad = sorted(
+        n for n in imported_modules(SXOR / module) if n == "sxor.xor" or n.startswith("sxor.xor.")
+    )
     assert not bad, f"sxor/{module} imports Part I: {bad}"
 
 
 def test_part1_and_part2_are_subpackages():
     assert (SXOR / "xor" / "__init__.py").is_file() and (SXOR / "interp" / "__init__.py").is_file()
     top = sorted(p.name for p in SXOR.glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "book.py", "cli.py", "progress.py", "results.py"], top
+    assert top == [
+        "__init__.py",
+        "__main__.py",
+        "book.py",
+        "cli.py",
+        "progress.py",
+        "results.py",
+    ], top

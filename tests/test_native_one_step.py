@@ -34,7 +34,11 @@ def both_paths(monkeypatch, fn):
 
 
 def fields(out):
-    return (*out.step, out.head, out.head_tilde) if isinstance(out, population.StepAndLimit) else tuple(out)
+    return (
+        (*out.step, out.head, out.head_tilde)
+        if isinstance(out, population.StepAndLimit)
+        else tuple(out)
+    )
 
 
 def assert_same(fast, slow, dtype):
@@ -50,7 +54,17 @@ def assert_same(fast, slow, dtype):
 
 #: With m = 1 every row of V is +-1, so the limit's argmax is a tie broken by rounding: m = 1 is
 #: compared without the limit only.
-SHAPES = [(2, 1, 3), (2, 2, 3), (3, 2, 1), (17, 3, 4), (64, 4, 5), (1000, 7, 3), (1025, 32, 2), (4099, 5, 2), (2048, 40, 1)]
+SHAPES = [
+    (2, 1, 3),
+    (2, 2, 3),
+    (3, 2, 1),
+    (17, 3, 4),
+    (64, 4, 5),
+    (1000, 7, 3),
+    (1025, 32, 2),
+    (4099, 5, 2),
+    (2048, 40, 1),
+]
 
 
 def force_fused(monkeypatch, fused: bool) -> None:
@@ -83,7 +97,9 @@ def test_native_step_equals_the_torch_path(monkeypatch, d, m, count, dtype, layo
     fast, slow = both_paths(monkeypatch, lambda: fn(V, inst.theta0, inst.support, eta))
     assert_same(fast, slow, dtype)
     fn(V, inst.theta0, inst.support, eta)
-    reason = population.last_path().reason  # (d = 2: both positions are the support, redone in three)
+    reason = (
+        population.last_path().reason
+    )  # (d = 2: both positions are the support, redone in three)
     assert ("two reads of V" in reason) if fused else reason.endswith("three reads of V")
 
 
@@ -127,16 +143,23 @@ def test_a_saturated_head_is_redone_in_three_passes_and_said(monkeypatch, layout
     force_fused(monkeypatch, False)
     three = population.one_step_and_limit(V, theta0, support, 1e12)
     force_fused(monkeypatch, True)
-    fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit(V, theta0, support, 1e12))
+    fast, slow = both_paths(
+        monkeypatch, lambda: population.one_step_and_limit(V, theta0, support, 1e12)
+    )
     population.one_step_and_limit(V, theta0, support, 1e12)
     reason = population.last_path().reason
-    assert reason.endswith("of 4 instances in three (cancellation)") and "two reads of V, 0 of" not in reason
+    assert (
+        reason.endswith("of 4 instances in three (cancellation)")
+        and "two reads of V, 0 of" not in reason
+    )
     assert torch.equal(fast.head, slow.head) and torch.equal(fast.head_tilde, slow.head_tilde)
     for a, b in zip(fields(fast), fields(three)):
         assert torch.equal(a, b)  # every one of these instances was redone
 
 
-@pytest.mark.parametrize("dtype, size", [(torch.float64, 1e-165), (torch.float64, 1e170), (torch.float32, 1e-25)])
+@pytest.mark.parametrize(
+    "dtype, size", [(torch.float64, 1e-165), (torch.float64, 1e170), (torch.float32, 1e-25)]
+)
 def test_the_guard_holds_at_extreme_magnitudes_of_v(monkeypatch, dtype, size):
     """The saturated instances with V scaled by ``size`` and theta0 by its inverse (the same scores):
     the guard's sums of squares underflow or overflow there, and the instances must still be handed
@@ -159,7 +182,11 @@ def test_typical_instances_keep_the_fused_pass(monkeypatch):
     for d, m in [(64, 4), (1024, 4), (5000, 16), (20000, 40)]:
         inst = random_instances(8, d, m, seed=d)
         population.one_step_and_limit(inst.V, inst.theta0, inst.support, analysis.grid_eta(d))
-        assert population.last_path().reason.endswith("two reads of V"), (d, m, population.last_path())
+        assert population.last_path().reason.endswith("two reads of V"), (
+            d,
+            m,
+            population.last_path(),
+        )
 
 
 @pytest.mark.parametrize("dtype, fused", [(torch.float64, True), (torch.float32, False)])
@@ -178,7 +205,9 @@ def test_the_form_follows_the_bytes_of_one_instance(dtype, fused):
 def test_one_instance_and_scalar_eta(monkeypatch, layout):
     inst = random_instances(1, 300, 6, seed=4)
     V = inst.V[0] if layout == "md" else inst.V[0].contiguous()
-    fast, slow = both_paths(monkeypatch, lambda: sxor.one_step(V, inst.theta0[0], inst.support[0], 1e4))
+    fast, slow = both_paths(
+        monkeypatch, lambda: sxor.one_step(V, inst.theta0[0], inst.support[0], 1e4)
+    )
     assert fast.loss.shape == () and fast.attention.shape == (300,)
     assert_same(fast, slow, torch.float64)
 
@@ -186,7 +215,9 @@ def test_one_instance_and_scalar_eta(monkeypatch, layout):
 @pytest.mark.usefixtures("form")
 def test_broadcast_query_and_support(monkeypatch):
     inst = random_instances(4, 128, 5, seed=6)
-    fast, slow = both_paths(monkeypatch, lambda: sxor.one_step(inst.V, inst.theta0[0], inst.support[1], 3e3))
+    fast, slow = both_paths(
+        monkeypatch, lambda: sxor.one_step(inst.V, inst.theta0[0], inst.support[1], 3e3)
+    )
     assert fast.theta.shape == (4, 5)
     assert_same(fast, slow, torch.float64)
 
@@ -195,7 +226,9 @@ def test_broadcast_query_and_support(monkeypatch):
 @pytest.mark.usefixtures("form")
 def test_extreme_step_sizes_stay_finite(monkeypatch, eta):
     inst = random_instances(3, 512, 8, seed=9)
-    fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit(inst.V, inst.theta0, inst.support, eta))
+    fast, slow = both_paths(
+        monkeypatch, lambda: population.one_step_and_limit(inst.V, inst.theta0, inst.support, eta)
+    )
     assert all(bool(torch.isfinite(t).all()) for t in fast.step)
     assert_same(fast, slow, torch.float64)
 
@@ -205,7 +238,10 @@ def test_the_grid_eta_at_long_d(monkeypatch):
     d = 2**15
     inst = random_instances(2, d, 12, seed=3)
     eta = analysis.grid_eta(d)
-    assert_same(*both_paths(monkeypatch, lambda: sxor.one_step(inst.V, inst.theta0, inst.support, eta)), torch.float64)
+    assert_same(
+        *both_paths(monkeypatch, lambda: sxor.one_step(inst.V, inst.theta0, inst.support, eta)),
+        torch.float64,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
@@ -214,16 +250,22 @@ def test_factored_step_equals_the_torch_path(monkeypatch, dtype):
     nested = nested_instances(3, 700, 9, seed=2, dtype=dtype)
     for m in (2, 4, 9):  # (m = 1: ties in the argmax, see SHAPES)
         b = at_m(nested, m)
-        fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit_factored(
-            b.Z, b.scale, b.theta0, b.support, 5e4))
+        fast, slow = both_paths(
+            monkeypatch,
+            lambda: population.one_step_and_limit_factored(b.Z, b.scale, b.theta0, b.support, 5e4),
+        )
         assert_same(fast, slow, dtype)
         dense = b.dense()
-        assert_same(fast, population.one_step_and_limit(dense.V, dense.theta0, dense.support, 5e4), dtype)
+        assert_same(
+            fast, population.one_step_and_limit(dense.V, dense.theta0, dense.support, 5e4), dtype
+        )
 
 
 @pytest.mark.usefixtures("form")
 def test_native_step_equals_the_benchmark_reference():
-    spec = importlib.util.spec_from_file_location("bench_one_step", ROOT / "benchmarks" / "bench_one_step.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_one_step", ROOT / "benchmarks" / "bench_one_step.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     sys.modules["bench_one_step"] = bench
     spec.loader.exec_module(bench)
@@ -293,7 +335,10 @@ def test_the_torch_path_is_taken_and_said_where_the_kernel_does_not_apply():
     out.loss.sum().backward()
     assert V.grad is not None and bool(torch.isfinite(V.grad).all())
     sxor.one_step(inst.V.unsqueeze(0).expand(2, 2, 32, 3), inst.theta0, inst.support, 10.0)
-    assert population.last_path().path == "torch" and "batch dimensions" in population.last_path().reason
+    assert (
+        population.last_path().path == "torch"
+        and "batch dimensions" in population.last_path().reason
+    )
     sxor.one_step(inst.V, inst.theta0.unsqueeze(0).expand(3, 2, 3), inst.support, 10.0)
     assert population.last_path().path == "torch"
     strided = torch.randn(2, 64, 6, dtype=torch.float64)[:, ::2, ::2]
@@ -322,7 +367,9 @@ def test_compiles_into_a_fresh_cache_atomically(monkeypatch, tmp_path):
     try:
         assert native.library() is not None
         built = list((tmp_path / "sxor" / "native").iterdir())
-        assert len(built) == 1 and built[0].name.startswith("one_step-") and built[0].suffix == ".so"
+        assert (
+            len(built) == 1 and built[0].name.startswith("one_step-") and built[0].suffix == ".so"
+        )
     finally:
         native.reset()
 
@@ -333,7 +380,10 @@ def test_no_compiler_falls_back_with_the_reason(monkeypatch):
     try:
         inst = random_instances(2, 32, 3, seed=0)
         sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
-        assert population.last_path() == ("torch", "native kernel unavailable: no C compiler (gcc or cc) on PATH")
+        assert population.last_path() == (
+            "torch",
+            "native kernel unavailable: no C compiler (gcc or cc) on PATH",
+        )
     finally:
         native.reset()
 
@@ -350,7 +400,10 @@ def test_unchecked_support_out_of_range_never_reaches_the_kernel():
         support[1, 0] = bad
         with pytest.raises((RuntimeError, IndexError)):
             population.one_step_and_limit(inst.V, inst.theta0, support, 1e3, check=False)
-        assert population.last_path() == ("torch", "a support position outside [0, d) or with i* == j*")
+        assert population.last_path() == (
+            "torch",
+            "a support position outside [0, d) or with i* == j*",
+        )
     nested = nested_instances(2, 64, 4, seed=2)
     b = at_m(nested, 4)
     support = b.support.clone()
@@ -377,7 +430,10 @@ def test_unchecked_short_query_is_not_broadcast_by_the_kernel():
     inst = random_instances(4, 64, 5, seed=1)
     with pytest.raises(RuntimeError):
         population.one_step_and_limit(inst.V, inst.theta0[:, :1], inst.support, 1e3, check=False)
-    assert population.last_path() == ("torch", "the queries, support or scale do not match the embeddings' d and m")
+    assert population.last_path() == (
+        "torch",
+        "the queries, support or scale do not match the embeddings' d and m",
+    )
 
 
 @pytest.mark.parametrize("limit", [False, True])
@@ -385,7 +441,9 @@ def test_unchecked_short_query_is_not_broadcast_by_the_kernel():
 def test_an_empty_batch(monkeypatch, limit):
     inst = random_instances(3, 64, 5, seed=1)
     fn = population.one_step_and_limit if limit else sxor.one_step
-    fast, slow = both_paths(monkeypatch, lambda: fn(inst.V[:0], inst.theta0[:0], inst.support[:0], 1e3))
+    fast, slow = both_paths(
+        monkeypatch, lambda: fn(inst.V[:0], inst.theta0[:0], inst.support[:0], 1e3)
+    )
     assert fast.theta.shape == (0, 5) if not limit else fast.step.theta.shape == (0, 5)
     assert_same(fast, slow, torch.float64)
 
@@ -397,12 +455,16 @@ def test_views_that_start_mid_storage(monkeypatch, layout):
     base = inst.V if layout == "md" else inst.V.contiguous()
     big = torch.cat([base, base.flip(0)], 0)  # the same layout, twice the batch
     if layout == "md":
-        big = torch.cat([base.transpose(-1, -2), base.flip(0).transpose(-1, -2)], 0).transpose(-1, -2)
+        big = torch.cat([base.transpose(-1, -2), base.flip(0).transpose(-1, -2)], 0).transpose(
+            -1, -2
+        )
     V = big[3:7]
     assert V.storage_offset() > 0 and (V.stride(-2) == 1) == (layout == "md")
     theta0 = torch.cat([inst.theta0, inst.theta0])[3:7]
     support = torch.cat([inst.support, inst.support])[3:7]
-    fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit(V, theta0, support, 1e3))
+    fast, slow = both_paths(
+        monkeypatch, lambda: population.one_step_and_limit(V, theta0, support, 1e3)
+    )
     assert_same(fast, slow, torch.float64)
 
 
@@ -412,11 +474,19 @@ def test_expanded_embeddings_with_zero_strides(monkeypatch):
     dm = inst.V.contiguous()
     batch = dm[:1].expand(4, 64, 5)  # stride 0 along the batch
     assert batch.stride(0) == 0
-    assert_same(*both_paths(monkeypatch, lambda: population.one_step_and_limit(batch, inst.theta0, inst.support, 1e3)),
-                torch.float64)
+    assert_same(
+        *both_paths(
+            monkeypatch,
+            lambda: population.one_step_and_limit(batch, inst.theta0, inst.support, 1e3),
+        ),
+        torch.float64,
+    )
     rows = dm[:, :1].expand(4, 64, 5)  # stride 0 along d: every score equal
     assert rows.stride(-2) == 0
-    assert_same(*both_paths(monkeypatch, lambda: sxor.one_step(rows, inst.theta0, inst.support, 1e3)), torch.float64)
+    assert_same(
+        *both_paths(monkeypatch, lambda: sxor.one_step(rows, inst.theta0, inst.support, 1e3)),
+        torch.float64,
+    )
     # The limit's argmax is a d-way tie; the kernel computes every score in one order, so the tie
     # goes to the first index (torch.argmax's rule), where the torch path's products may differ
     # in the last bit from row to row.
@@ -426,7 +496,10 @@ def test_expanded_embeddings_with_zero_strides(monkeypatch):
     assert torch.equal(tied.head_tilde, torch.zeros(4, dtype=torch.int64))
     cols = dm[..., :1].contiguous().expand(4, 64, 5)  # stride 0 along m, 1 along d ([m, d] branch)
     assert cols.stride(-1) == 0 and cols.stride(-2) == 1
-    assert_same(*both_paths(monkeypatch, lambda: sxor.one_step(cols, inst.theta0, inst.support, 1e3)), torch.float64)
+    assert_same(
+        *both_paths(monkeypatch, lambda: sxor.one_step(cols, inst.theta0, inst.support, 1e3)),
+        torch.float64,
+    )
 
 
 @pytest.mark.usefixtures("form")
@@ -441,8 +514,10 @@ def test_all_equal_scores_and_a_zero_query(monkeypatch):
 @pytest.mark.usefixtures("form")
 def test_step_sizes(monkeypatch, eta):
     inst = random_instances(4, 256, 6, seed=5)
-    eta = {"per-instance": torch.tensor([0.0, 1.0, 1e6, 1e12], dtype=torch.float64),
-           "one-element": torch.tensor([7e3], dtype=torch.float64)}.get(eta, eta)
+    eta = {
+        "per-instance": torch.tensor([0.0, 1.0, 1e6, 1e12], dtype=torch.float64),
+        "one-element": torch.tensor([7e3], dtype=torch.float64),
+    }.get(eta, eta)
     for fn in (sxor.one_step, population.one_step_and_limit):
         fast, slow = both_paths(monkeypatch, lambda: fn(inst.V, inst.theta0, inst.support, eta))
         assert_same(fast, slow, torch.float64)
@@ -479,14 +554,19 @@ def test_misaligned_embeddings_take_the_torch_path(monkeypatch):
     inst = random_instances(2, 32, 4, seed=1)
     raw = bytearray(inst.V.numel() * 8 + 8)
     try:
-        V = torch.frombuffer(raw, dtype=torch.float64, offset=4, count=inst.V.numel()).view(inst.V.shape)
+        V = torch.frombuffer(raw, dtype=torch.float64, offset=4, count=inst.V.numel()).view(
+            inst.V.shape
+        )
     except (RuntimeError, ValueError):
         pytest.skip("this torch refuses unaligned buffers")
     V.copy_(inst.V)
     if V.data_ptr() % 8 == 0:
         pytest.skip("the buffer came out aligned")
     fast = sxor.one_step(V, inst.theta0, inst.support, 1e3)
-    assert population.last_path() == ("torch", "embeddings, queries or scale not aligned to their element size")
+    assert population.last_path() == (
+        "torch",
+        "embeddings, queries or scale not aligned to their element size",
+    )
     assert_same(fast, sxor.one_step(inst.V, inst.theta0, inst.support, 1e3), torch.float64)
 
 
@@ -505,8 +585,12 @@ def test_against_the_enumerated_reference(layout):
     loss = lambda a, b: reference.enumerated_loss(V, a, b, inst.support)  # noqa: E731
     grad, grad_tilde = reference.autograd_grad(loss, inst.theta0, -inst.theta0)
     torch.testing.assert_close(fast.theta, inst.theta0 - eta * grad, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(fast.theta_tilde, -inst.theta0 - eta * grad_tilde, rtol=1e-10, atol=1e-12)
-    torch.testing.assert_close(fast.loss, loss(fast.theta, fast.theta_tilde), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(
+        fast.theta_tilde, -inst.theta0 - eta * grad_tilde, rtol=1e-10, atol=1e-12
+    )
+    torch.testing.assert_close(
+        fast.loss, loss(fast.theta, fast.theta_tilde), rtol=1e-10, atol=1e-12
+    )
 
 
 # --- The compile cache -------------------------------------------------------------------------------
@@ -526,7 +610,9 @@ def test_a_corrupt_or_foreign_cached_library_is_built_again(fresh_cache, content
 
     target = fresh_cache / f"one_step-{native.cache_key(native._compiler())}.so"
     target.parent.mkdir(parents=True)
-    target.write_bytes(b"\x7fELF not really" if content == "garbage" else Path(_ctypes.__file__).read_bytes())
+    target.write_bytes(
+        b"\x7fELF not really" if content == "garbage" else Path(_ctypes.__file__).read_bytes()
+    )
     assert native.library() is not None, native.unavailable_reason()
     inst = random_instances(2, 32, 3, seed=0)
     sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
@@ -543,7 +629,11 @@ def test_an_unwritable_cache_falls_back_with_the_reason(monkeypatch, tmp_path):
         inst = random_instances(2, 32, 3, seed=0)
         out = sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
         path = population.last_path()
-        assert path.path == "torch" and path.reason.startswith("native kernel unavailable:") and "a-file" in path.reason
+        assert (
+            path.path == "torch"
+            and path.reason.startswith("native kernel unavailable:")
+            and "a-file" in path.reason
+        )
         assert bool(torch.isfinite(out.loss).all())
     finally:
         native.reset()
@@ -573,13 +663,28 @@ def test_two_processes_compiling_at_once(tmp_path):
     import os
     import subprocess
 
-    code = ("from sxor.xor import native, population; from sxor.xor.sweeps import random_instances; import sxor\n"
-            "i = random_instances(2, 32, 3, seed=0); sxor.one_step(i.V, i.theta0, i.support, 10.0)\n"
-            "print(population.last_path().path)")
-    env = {**os.environ, "SXOR_NATIVE_CACHE": str(tmp_path), "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    code = (
+        "from sxor.xor import native, population; from sxor.xor.sweeps import random_instances; import sxor\n"
+        "i = random_instances(2, 32, 3, seed=0); sxor.one_step(i.V, i.theta0, i.support, 10.0)\n"
+        "print(population.last_path().path)"
+    )
+    env = {
+        **os.environ,
+        "SXOR_NATIVE_CACHE": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",
+    }
     env.pop("SXOR_NATIVE", None)
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert [o.strip() for o, _ in outs] == ["native", "native"], outs
@@ -594,11 +699,17 @@ def test_factored_step_without_a_scale(monkeypatch):
     nested = nested_instances(3, 700, 9, seed=2)
     b = at_m(nested, 4)
     Z = b.Z * b.scale.unsqueeze(-2)  # V^T with the rows' scale applied
-    fast, slow = both_paths(monkeypatch, lambda: population.one_step_and_limit_factored(
-        Z, None, b.theta0, b.support, 5e4))
+    fast, slow = both_paths(
+        monkeypatch,
+        lambda: population.one_step_and_limit_factored(Z, None, b.theta0, b.support, 5e4),
+    )
     assert fast.step.attention.shape == (3, 700)
     assert_same(fast, slow, torch.float64)
-    assert_same(fast, population.one_step_and_limit_factored(b.Z, b.scale, b.theta0, b.support, 5e4), torch.float64)
+    assert_same(
+        fast,
+        population.one_step_and_limit_factored(b.Z, b.scale, b.theta0, b.support, 5e4),
+        torch.float64,
+    )
 
 
 def test_unchecked_scalar_query_or_support_is_not_broadcast_by_the_kernel():
@@ -620,7 +731,10 @@ def test_lazily_negated_views_are_not_read_as_their_stored_values(monkeypatch):
     V = torch._neg_view(-inst.V)
     assert V.is_neg()
     assert_same(sxor.one_step(V, inst.theta0, inst.support, 1e3), expected, torch.float64)
-    assert population.last_path() == ("torch", "embeddings with a lazy negation (the kernel reads the stored values)")
+    assert population.last_path() == (
+        "torch",
+        "embeddings with a lazy negation (the kernel reads the stored values)",
+    )
     theta0 = torch._neg_view(-inst.theta0)
     assert_same(sxor.one_step(inst.V, theta0, inst.support, 1e3), expected, torch.float64)
     assert population.last_path().path == "native"
@@ -639,7 +753,9 @@ def test_an_unexpected_failure_while_building_falls_back_with_the_reason(monkeyp
         inst = random_instances(2, 32, 3, seed=0)
         sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
         path = population.last_path()
-        assert path.path == "torch" and path.reason.startswith("native kernel unavailable: UnicodeDecodeError")
+        assert path.path == "torch" and path.reason.startswith(
+            "native kernel unavailable: UnicodeDecodeError"
+        )
     finally:
         native.reset()
 
@@ -653,7 +769,11 @@ def test_concurrent_calls_from_python_threads():
     serial = [population.one_step_and_limit(b.V, b.theta0, b.support, 1e4) for b in batches]
     assert population.last_path().path == "native"
     with ThreadPoolExecutor(3) as pool:
-        parallel = list(pool.map(lambda b: population.one_step_and_limit(b.V, b.theta0, b.support, 1e4), batches))
+        parallel = list(
+            pool.map(
+                lambda b: population.one_step_and_limit(b.V, b.theta0, b.support, 1e4), batches
+            )
+        )
     for one, other in zip(serial, parallel):
         for a, b in zip(fields(one), fields(other)):
             assert torch.equal(a, b)
@@ -666,7 +786,9 @@ def _two_thread_step(inst, eta):
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        return population.one_step_and_limit(inst.V, inst.theta0, inst.support, eta), population.last_path()
+        return population.one_step_and_limit(
+            inst.V, inst.theta0, inst.support, eta
+        ), population.last_path()
     finally:
         torch.set_num_threads(before)
 
@@ -678,7 +800,9 @@ def test_the_openmp_kernel_shares_torchs_runtime():
     native.reset()
     before = native._openmp_runtimes()
     assert native.library() is not None, native.unavailable_reason()
-    if native.openmp_unavailable_reason() is not None:  # a build failure or a second runtime, said why
+    if (
+        native.openmp_unavailable_reason() is not None
+    ):  # a build failure or a second runtime, said why
         pytest.skip(f"kernel built without OpenMP: {native.openmp_unavailable_reason()}")
     assert native.thread_backend() == "OpenMP"
     _, path = _two_thread_step(random_instances(4, 600, 5, seed=3), 1e4)
@@ -702,7 +826,9 @@ def test_posix_threads_build_on_request_gives_the_same_results(monkeypatch, fres
         assert torch.equal(a, b)  # each instance is computed by one thread, in one order
 
 
-def test_a_failed_openmp_build_falls_back_to_posix_threads_with_the_reason(monkeypatch, fresh_cache):
+def test_a_failed_openmp_build_falls_back_to_posix_threads_with_the_reason(
+    monkeypatch, fresh_cache
+):
     monkeypatch.setattr(native, "FLAGS", [*native.FLAGS, "-fno-such-flag-for-sxor"])
     assert native.library() is not None, native.unavailable_reason()
     assert native.thread_backend() == "POSIX threads"

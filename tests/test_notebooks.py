@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import nbformat
@@ -36,16 +35,22 @@ def code_cells(path: Path):
 def test_every_notebook_is_in_the_table_of_contents_and_every_entry_exists():
     toc = toc_files()
     for path in NOTEBOOKS:
-        assert path.relative_to(ROOT).with_suffix("").as_posix() in toc, f"{path} is not in _toc.yml"
+        assert path.relative_to(ROOT).with_suffix("").as_posix() in toc, (
+            f"{path} is not in _toc.yml"
+        )
     for entry in toc:
-        assert any((ROOT / f"{entry}{ext}").is_file() for ext in (".ipynb", ".md")), f"_toc.yml: {entry} missing"
+        assert any((ROOT / f"{entry}{ext}").is_file() for ext in (".ipynb", ".md")), (
+            f"_toc.yml: {entry} missing"
+        )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_cells_were_executed_in_order_from_a_fresh_kernel(path):
     counts = [cell.execution_count for cell in code_cells(path)]
     assert None not in counts, f"{path.name}: {counts.count(None)} code cell(s) never executed"
-    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: cells not executed in order: {counts}"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: cells not executed in order: {counts}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -61,20 +66,28 @@ def test_no_stored_errors_and_no_skipped_cells(path):
 def test_colab_cell_installs_from_the_configured_repository(path):
     first = code_cells(path)[0]
     url = CONFIG["repository"]["url"]
-    assert '"google.colab" in sys.modules' in first.source, f"{path.name}: first cell is not the Colab cell"
+    assert '"google.colab" in sys.modules' in first.source, (
+        f"{path.name}: first cell is not the Colab cell"
+    )
     installs = re.findall(r"git\+(\S+?)@", first.source)
     assert installs == [url], f"{path.name}: Colab cell installs {installs}, _config.yml says {url}"
-    assert "remove-cell" in first.metadata.get("tags", []), f"{path.name}: tag the Colab cell remove-cell"
+    assert "remove-cell" in first.metadata.get("tags", []), (
+        f"{path.name}: tag the Colab cell remove-cell"
+    )
     assert not first.outputs, f"{path.name}: the Colab cell must print nothing outside Colab"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_widget_cells_are_not_compared_and_setup_is_used(path):
     cells = code_cells(path)
-    assert any("sxor.book.setup(" in cell.source for cell in cells[:3]), f"{path.name}: call sxor.book.setup() early"
+    assert any("sxor.book.setup(" in cell.source for cell in cells[:3]), (
+        f"{path.name}: call sxor.book.setup() early"
+    )
     for cell in cells:
         if re.search(r"\binteract(ive)?\s*\(|widgets\.", cell.source):
-            assert "nbval-ignore-output" in cell.metadata.get("tags", []), f"{path.name}: untagged widget cell"
+            assert "nbval-ignore-output" in cell.metadata.get("tags", []), (
+                f"{path.name}: untagged widget cell"
+            )
 
 
 def test_committed_results_load_from_the_package():

@@ -41,13 +41,32 @@ def test_the_wheel_carries_every_results_file(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "sxor", src / "sxor", ignore=shutil.ignore_patterns("__pycache__", "*.png"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                    "--disable-pip-version-check", "-w", str(tmp_path), str(src)],
-                   check=True, capture_output=True, timeout=300)
+    shutil.copytree(
+        ROOT / "sxor", src / "sxor", ignore=shutil.ignore_patterns("__pycache__", "*.png")
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "--disable-pip-version-check",
+            "-w",
+            str(tmp_path),
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = tmp_path.glob("sxor-*.whl")
     contents = set(zipfile.ZipFile(wheel).namelist())
     for name in results_read_by_notebooks() | {p.stem for p in RESULTS_DIR.glob("*.json")}:
         assert f"sxor/committed/{name}.json" in contents, f"{name}.json is not in the wheel"
     assert "sxor/xor/population.py" in contents and "sxor/interp/__init__.py" in contents
-    assert "sxor/book.mplstyle" in contents, "the figure style sxor.book.setup applies is not in the wheel"
+    assert "sxor/book.mplstyle" in contents, (
+        "the figure style sxor.book.setup applies is not in the wheel"
+    )

@@ -21,13 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_page_count_reads_the_page_objects(tmp_path):
     pdf = tmp_path / "x.pdf"
-    pdf.write_bytes(b"%PDF-1.4\n1 0 obj <</Type /Pages /Count 2>>\n2 0 obj <</Type /Page>>\n3 0 obj <</Type/Page>>\n")
+    pdf.write_bytes(
+        b"%PDF-1.4\n1 0 obj <</Type /Pages /Count 2>>\n2 0 obj <</Type /Page>>\n3 0 obj <</Type/Page>>\n"
+    )
     assert make_pdf.page_count(pdf) == 2
 
 
 def test_the_redirecting_index_is_replaced_by_the_book_marked_for_print(tmp_path):
     (tmp_path / "book").mkdir()
-    (tmp_path / "book" / "intro.html").write_text('<html lang="en"><body><img src="_images/a.png"></body></html>')
+    (tmp_path / "book" / "intro.html").write_text(
+        '<html lang="en"><body><img src="_images/a.png"></body></html>'
+    )
     index = tmp_path / "index.html"
     index.write_text('<meta http-equiv="Refresh" content="0; url=book/intro.html" />')
     page = make_pdf.resolve_redirect(index)
@@ -45,25 +49,46 @@ def test_print_styles_drop_solutions_and_chrome():
     assert ".bd-sidebar-primary" in css.split("@media print")[1]
 
 
-@pytest.mark.skipif(find_chromium() is None,
-                    reason="make pdf needs Chromium (apt-get install chromium): PDF build skipped")
+@pytest.mark.skipif(
+    find_chromium() is None,
+    reason="make pdf needs Chromium (apt-get install chromium): PDF build skipped",
+)
 def test_make_pdf_writes_the_whole_book(tmp_path):
     jb = Path(sys.executable).parent / "jupyter-book"
-    build = subprocess.run([str(jb) if jb.exists() else "jupyter-book", "build", str(ROOT), "--builder",
-                            "singlehtml", "--keep-going", "--path-output", str(tmp_path)],
-                           capture_output=True, text=True, timeout=900)
+    build = subprocess.run(
+        [
+            str(jb) if jb.exists() else "jupyter-book",
+            "build",
+            str(ROOT),
+            "--builder",
+            "singlehtml",
+            "--keep-going",
+            "--path-output",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     site = tmp_path / "_build" / "singlehtml"
     out = tmp_path / "book.pdf"
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "make_pdf.py"), str(site / "index.html"), str(out)],
-                            capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "make_pdf.py"), str(site / "index.html"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stdout[-3000:]
     assert out.read_bytes()[:5] == b"%PDF-" and make_pdf.page_count(out) > 100
     book = (site / "book" / "intro.html").read_text()
     for numbered in ("Fig. 1.1", "Theorem 2.1", "Exercise 1.1", "(2.1)"):
         assert numbered in book, f"{numbered} is not numbered in the single-page build"
     if shutil.which("pdftotext"):  # Debian package poppler-utils
-        text = subprocess.run(["pdftotext", str(out), "-"], capture_output=True, text=True, timeout=300).stdout
+        text = subprocess.run(
+            ["pdftotext", str(out), "-"], capture_output=True, text=True, timeout=300
+        ).stdout
         for numbered in ("Fig. 1.1", "Theorem 2.1", "Exercise 1.1"):
             assert numbered in text
         assert "Solution to Exercise" not in text, "solutions are printed"

@@ -42,7 +42,8 @@ def other_machine_env() -> dict[str, str]:
 
         env["ATEN_CPU_CAPABILITY"] = "avx2"
         env["NPY_DISABLE_CPU_FEATURES"] = ",".join(
-            f for f, on in __cpu_features__.items() if on and f.startswith("AVX512"))
+            f for f, on in __cpu_features__.items() if on and f.startswith("AVX512")
+        )
     return env
 
 
@@ -52,12 +53,19 @@ def test_some_experiment_is_compared():
 
 @pytest.mark.parametrize("name", COMPARED)
 def test_printed_comparison_is_unchanged_under_another_summation_order(name):
-    out = subprocess.run([sys.executable, "-c", SCRIPT, name], env=other_machine_env(), capture_output=True,
-                         text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, name],
+        env=other_machine_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["agrees"], result["printed"]
     # exactly the line the notebook prints on the machine that made the committed outputs
     ci_cells = result["cells"]
     tol = experiments.get(name).compare_tol
-    assert result["printed"] == (f"CI run vs committed full run: {ci_cells} shared cells, "
-                                 f"largest difference < {tol:.0e}")
+    assert result["printed"] == (
+        f"CI run vs committed full run: {ci_cells} shared cells, largest difference < {tol:.0e}"
+    )

@@ -92,21 +92,45 @@ def test_hand_run_nbval_needs_no_environment_variable(tmp_path):
     with neither TQDM_DISABLE nor anything else set: the kernel's bar stays off its stderr."""
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbval")
-    source = ("from sxor.progress import progress\n"
-              "import time\n"
-              "total = 0\n"
-              "for i in progress(range(4), desc='sweep', mininterval=0):\n"
-              "    time.sleep(0.05)\n"
-              "    total += i\n"
-              "print(total)")
-    cell = nbformat.v4.new_code_cell(source, execution_count=1,
-                                     outputs=[nbformat.v4.new_output("stream", name="stdout", text="6\n")])
+    source = (
+        "from sxor.progress import progress\n"
+        "import time\n"
+        "total = 0\n"
+        "for i in progress(range(4), desc='sweep', mininterval=0):\n"
+        "    time.sleep(0.05)\n"
+        "    total += i\n"
+        "print(total)"
+    )
+    cell = nbformat.v4.new_code_cell(
+        source,
+        execution_count=1,
+        outputs=[nbformat.v4.new_output("stream", name="stdout", text="6\n")],
+    )
     nb = nbformat.v4.new_notebook(cells=[cell])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(nb, tmp_path / "bar.ipynb")
     env = {k: v for k, v in os.environ.items() if k not in ("TQDM_DISABLE", "PYTEST_CURRENT_TEST")}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env", "-q", "-p", "no:cacheprovider",
-         "bar.ipynb"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval",
+            "--nbval-current-env",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "bar.ipynb",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]

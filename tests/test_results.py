@@ -8,9 +8,18 @@ from sxor.results import RESULTS_DIR, committed_results, describe, finite_or_non
 
 
 def test_describe_names_command_machine_and_every_parameter():
-    results = {"experiment": "x", "params": {"size": "full", "d": [4, 8], "seeds": 3},
-               "meta": {"command": "python -m sxor run x --size full", "device": "cpu: test",
-                        "torch": "t", "numpy": "n", "date": "today", "wall_seconds": 12.4}}
+    results = {
+        "experiment": "x",
+        "params": {"size": "full", "d": [4, 8], "seeds": 3},
+        "meta": {
+            "command": "python -m sxor run x --size full",
+            "device": "cpu: test",
+            "torch": "t",
+            "numpy": "n",
+            "date": "today",
+            "wall_seconds": 12.4,
+        },
+    }
     lines = describe(results, width=60)
     assert lines[0] == "x (size full): python -m sxor run x --size full"
     assert "cpu: test" in lines[1] and lines[1].endswith("12 s wall")
@@ -21,11 +30,16 @@ def test_describe_names_command_machine_and_every_parameter():
 
 
 def test_describe_prints_a_note_on_how_the_file_was_made():
-    results = {"experiment": "x", "params": {"size": "full"},
-               "meta": {"command": "c", "note": "joined from four processes " * 4}}
+    results = {
+        "experiment": "x",
+        "params": {"size": "full"},
+        "meta": {"command": "c", "note": "joined from four processes " * 4},
+    }
     lines = describe(results, width=60)
     text = " ".join(line.strip() for line in lines)
-    assert "note: joined from four processes" in text and text.index("note:") < text.index("parameters:")
+    assert "note: joined from four processes" in text and text.index("note:") < text.index(
+        "parameters:"
+    )
     assert all(len(line) <= 60 for line in lines)
     assert not any("note" in line for line in describe({**results, "meta": {"command": "c"}}))
 

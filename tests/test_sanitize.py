@@ -16,8 +16,10 @@ def rules() -> list[tuple[str, str]]:
     pairs = []
     for i, line in enumerate(lines):
         if line.startswith("regex:"):
-            assert lines[i + 1].startswith("replace:"), "each regex: line must be followed by replace:"
-            pairs.append((line[len("regex:"):].strip(), lines[i + 1][len("replace:"):].strip()))
+            assert lines[i + 1].startswith("replace:"), (
+                "each regex: line must be followed by replace:"
+            )
+            pairs.append((line[len("regex:") :].strip(), lines[i + 1][len("replace:") :].strip()))
     return pairs
 
 

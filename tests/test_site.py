@@ -21,7 +21,7 @@ The book shows the stored outputs as they are, so these checks read the notebook
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import nbformat
@@ -30,7 +30,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
 #: Chapters (``book/partN/NN_name.ipynb``); appendix notebooks need no exercises.
-CHAPTERS = [p for p in NOTEBOOKS if re.fullmatch(r"\d\d_.*", p.stem) and p.parent.name.startswith("part")]
+CHAPTERS = [
+    p for p in NOTEBOOKS if re.fullmatch(r"\d\d_.*", p.stem) and p.parent.name.startswith("part")
+]
 MARKDOWN_PAGES = sorted((ROOT / "book").rglob("*.md"))
 #: The longest output or code line that fits the page at 1400 px without clipping.
 MAX_LINE = 100
@@ -44,7 +46,7 @@ def ids(path: Path) -> str:
     return path.name
 
 
-@lru_cache(maxsize=None)
+@cache
 def read(path: Path):
     """The notebook at ``path``, read once per test session (the tests only look at it)."""
     return nbformat.read(path, as_version=4)
@@ -87,8 +89,12 @@ def markdown_of(path: Path) -> str:
 
 def strip_fences(text: str) -> str:
     """Markdown without its code blocks (```python ... ```) and inline code."""
-    text = re.sub(r"^```+\s*(python|py|text|bash|sh|console|ipython3?)?\s*\n.*?^```+\s*$", "", text,
-                  flags=re.S | re.M)
+    text = re.sub(
+        r"^```+\s*(python|py|text|bash|sh|console|ipython3?)?\s*\n.*?^```+\s*$",
+        "",
+        text,
+        flags=re.DOTALL | re.MULTILINE,
+    )
     return text
 
 
@@ -103,7 +109,9 @@ def test_no_stored_output_line_is_clipped(path):
             continue
         for text in text_outputs(cell):
             bad += [f"cell {index}: {len(line)} chars: {line[:60]}..." for line in long_lines(text)]
-    assert not bad, f"{path.name}: {len(bad)} output line(s) longer than {MAX_LINE}:\n" + "\n".join(bad[:10])
+    assert not bad, f"{path.name}: {len(bad)} output line(s) longer than {MAX_LINE}:\n" + "\n".join(
+        bad[:10]
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -112,8 +120,12 @@ def test_no_visible_code_line_is_clipped(path):
     for index, cell in enumerate(read(path).cells):
         if cell.cell_type != "code" or tags(cell) & HIDDEN_INPUT:
             continue
-        bad += [f"cell {index}: {len(line)} chars: {line[:60]}..." for line in long_lines(cell.source)]
-    assert not bad, f"{path.name}: {len(bad)} code line(s) longer than {MAX_LINE}:\n" + "\n".join(bad[:10])
+        bad += [
+            f"cell {index}: {len(line)} chars: {line[:60]}..." for line in long_lines(cell.source)
+        ]
+    assert not bad, f"{path.name}: {len(bad)} code line(s) longer than {MAX_LINE}:\n" + "\n".join(
+        bad[:10]
+    )
 
 
 def figures():
@@ -134,11 +146,15 @@ def test_every_figure_is_captioned_named_and_referenced(path):
         if not str(caption).strip():
             bad.append(f"cell {index}: no caption (metadata mystnb.figure.caption)")
         if not re.fullmatch(r"fig-[a-z0-9][a-z0-9-]*", str(name)):
-            bad.append(f"cell {index}: no name 'fig-NN-...' (metadata mystnb.figure.name), got {name!r}")
+            bad.append(
+                f"cell {index}: no name 'fig-NN-...' (metadata mystnb.figure.name), got {name!r}"
+            )
         elif not re.search(r"\{numref\}`([^`<]*<)?" + re.escape(name) + r">?`", text):
             bad.append(f"cell {index}: {name} is never referenced with {{numref}}")
         if image_outputs(cell) > 1:
-            bad.append(f"cell {index}: {image_outputs(cell)} images under one caption (one figure per cell)")
+            bad.append(
+                f"cell {index}: {image_outputs(cell)} images under one caption (one figure per cell)"
+            )
     assert not bad, f"{path.name}:\n" + "\n".join(bad)
 
 
@@ -158,8 +174,10 @@ def test_figures_are_not_shrunk_until_unreadable(path):
                 width = int.from_bytes(base64.b64decode(data[:44])[16:20], "big")
                 if width > MAX_FIGURE_PX:
                     bad.append(f"cell {index}: {width} px wide")
-    assert not bad, (f"{path.name}: figures wider than {MAX_FIGURE_PX} px are shrunk below 2/3 on the "
-                     f"page (at most two panels side by side, or stack them): {bad}")
+    assert not bad, (
+        f"{path.name}: figures wider than {MAX_FIGURE_PX} px are shrunk below 2/3 on the "
+        f"page (at most two panels side by side, or stack them): {bad}"
+    )
 
 
 def test_figure_names_are_unique_across_the_book():
@@ -176,7 +194,9 @@ def test_no_widget_state_without_widgets(path):
     nb = read(path)
     has_widgets = any(
         WIDGET_MIME in output.get("data", {})
-        for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
     )
     if not has_widgets:
         assert "widgets" not in nb.metadata, (
@@ -202,23 +222,32 @@ def test_execute_tool_strips_unused_widget_state():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_title_first_in_plain_text(path):
-    visible = [c for c in read(path).cells if not (c.cell_type == "code" and tags(c) & {"remove-cell"})]
+    visible = [
+        c for c in read(path).cells if not (c.cell_type == "code" and tags(c) & {"remove-cell"})
+    ]
     first = visible[0]
-    assert first.cell_type == "markdown", f"{path.name}: the first visible cell is code, not the title"
+    assert first.cell_type == "markdown", (
+        f"{path.name}: the first visible cell is code, not the title"
+    )
     title = first.source.lstrip().splitlines()[0]
-    assert re.fullmatch(r"# [^#].*", title), f"{path.name}: first cell must start with '# Title', got {title!r}"
-    assert not re.search(r"[$\\{}`]", title), f"{path.name}: page title must be plain text, got {title!r}"
+    assert re.fullmatch(r"# [^#].*", title), (
+        f"{path.name}: first cell must start with '# Title', got {title!r}"
+    )
+    assert not re.search(r"[$\\{}`]", title), (
+        f"{path.name}: page title must be plain text, got {title!r}"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS + MARKDOWN_PAGES, ids=ids)
 def test_headings_are_not_numbered_by_hand(path):
     text = strip_fences(markdown_of(path))
-    bad = re.findall(r"^#{1,6}\s+(?:§\s*)?\d+(?:\.\d+)*\.?\s.*$", text, flags=re.M)
+    bad = re.findall(r"^#{1,6}\s+(?:§\s*)?\d+(?:\.\d+)*\.?\s.*$", text, flags=re.MULTILINE)
     assert not bad, f"{path.name}: hand-numbered headings (the book numbers them): {bad}"
 
 
 BOLD_ENVIRONMENT = re.compile(
-    r"\*\*\s*(Lemma|Theorem|Proposition|Corollary|Definition|Proof|Claim)\b[^*]{0,80}\*\*", re.I
+    r"\*\*\s*(Lemma|Theorem|Proposition|Corollary|Definition|Proof|Claim)\b[^*]{0,80}\*\*",
+    re.IGNORECASE,
 )
 
 
@@ -232,13 +261,19 @@ def test_mathematics_is_in_proof_environments(path):
 @pytest.mark.parametrize("path", CHAPTERS, ids=ids)
 def test_at_least_two_exercises_each_with_a_solution(path):
     text = markdown_of(path)
-    exercises = re.findall(r"^(?:```+|:::+)\{exercise(?:-start)?\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label: *(\S+)", text, re.M)
-    solutions = set(re.findall(r"^(?:```+|:::+)\{solution(?:-start)?\} *(\S+)", text, re.M))
-    assert len(exercises) >= 2, f"{path.name}: {len(exercises)} labelled exercise(s), want at least 2"
+    exercises = re.findall(
+        r"^(?:```+|:::+)\{exercise(?:-start)?\}[^\n]*\n(?::[a-z-]+:[^\n]*\n)*?:label: *(\S+)",
+        text,
+        re.MULTILINE,
+    )
+    solutions = set(re.findall(r"^(?:```+|:::+)\{solution(?:-start)?\} *(\S+)", text, re.MULTILINE))
+    assert len(exercises) >= 2, (
+        f"{path.name}: {len(exercises)} labelled exercise(s), want at least 2"
+    )
     missing = [label for label in exercises if label not in solutions]
     assert not missing, f"{path.name}: exercises without a solution: {missing}"
-    starts = len(re.findall(r"^(?:```+|:::+)\{solution-start\}", text, re.M))
-    ends = len(re.findall(r"^(?:```+|:::+)\{solution-end\}", text, re.M))
+    starts = len(re.findall(r"^(?:```+|:::+)\{solution-start\}", text, re.MULTILINE))
+    ends = len(re.findall(r"^(?:```+|:::+)\{solution-end\}", text, re.MULTILINE))
     assert starts == ends, f"{path.name}: {starts} solution-start but {ends} solution-end"
 
 
@@ -248,7 +283,9 @@ def test_chapters_are_referred_to_by_links(path):
     text = re.sub(r"\[[^\]]*\]\([^)]*\)", "", text)  # [text](link) is a link too
     text = re.sub(r"`[^`\n]*`", "", text)  # inline code is not prose
     bad = re.findall(r"\b[Cc]hapters? \d+\b", text)
-    assert not bad, f"{path.name}: plain-text chapter references {bad}: use {{doc}}`../part1/03_...`"
+    assert not bad, (
+        f"{path.name}: plain-text chapter references {bad}: use {{doc}}`../part1/03_...`"
+    )
 
 
 # --- API reference ------------------------------------------------------------------------------
@@ -259,7 +296,7 @@ API_PAGES = sorted((ROOT / "book" / "appendix").glob("api*.md"))
 def documented_modules() -> list[str]:
     names = []
     for page in API_PAGES:
-        names += re.findall(r"^\.\. automodule:: (\S+)", page.read_text(), re.M)
+        names += re.findall(r"^\.\. automodule:: (\S+)", page.read_text(), re.MULTILINE)
     return names
 
 
@@ -269,13 +306,16 @@ def test_every_module_of_sxor_has_its_place_in_the_api_reference():
     import sxor
 
     modules = {"sxor"} | {
-        info.name for info in pkgutil.walk_packages(sxor.__path__, "sxor.")
+        info.name
+        for info in pkgutil.walk_packages(sxor.__path__, "sxor.")
         if not info.name.split(".")[-1].startswith("_")
     }
     documented = documented_modules()
     missing = sorted(modules - set(documented))
     stale = sorted(set(documented) - modules)
-    assert not missing, f"modules missing from book/appendix/api_*.md (add an automodule): {missing}"
+    assert not missing, (
+        f"modules missing from book/appendix/api_*.md (add an automodule): {missing}"
+    )
     assert not stale, f"book/appendix/api_*.md documents modules that do not exist: {stale}"
     twice = sorted({name for name in documented if documented.count(name) > 1})
     assert not twice, f"modules documented twice: {twice}"
@@ -306,37 +346,60 @@ def problems_of(tmp_path, title="1. Plain", nav="1. Plain", body=""):
 
 
 def test_site_check_passes_a_clean_page(tmp_path):
-    body = ('<figure><img src="fig.png"/><figcaption><span class="caption-number">Fig. 1.1 </span>'
-            "</figcaption></figure><pre>" + "x" * 100 + "</pre>"
-            '<div class="pst-scrollable-table-container"><table></table></div>'
-            '<div class="math">\\[ y = -x_{i^*}x_{j^*} \\]</div>')
+    body = (
+        '<figure><img src="fig.png"/><figcaption><span class="caption-number">Fig. 1.1 </span>'
+        "</figcaption></figure><pre>" + "x" * 100 + "</pre>"
+        '<div class="pst-scrollable-table-container"><table></table></div>'
+        '<div class="math">\\[ y = -x_{i^*}x_{j^*} \\]</div>'
+    )
     assert problems_of(tmp_path, body=body) == []
 
 
 def test_site_check_finds_each_kind_of_problem(tmp_path):
     assert any("<title>" in p for p in problems_of(tmp_path, title="5. Against \\(d\\)"))
     assert any("sidebar" in p for p in problems_of(tmp_path, nav="5. Against $d$"))
-    assert any("bibliography" in p for p in problems_of(
-        tmp_path, body='<div class="citation">Kou. Lower bound for $k$-sparse parity.</div>'))
+    assert any(
+        "bibliography" in p
+        for p in problems_of(
+            tmp_path, body='<div class="citation">Kou. Lower bound for $k$-sparse parity.</div>'
+        )
+    )
     assert any("numbered caption" in p for p in problems_of(tmp_path, body='<img src="fig.png"/>'))
-    assert any("longer than 100" in p for p in problems_of(tmp_path, body="<pre>" + "x" * 101 + "</pre>"))
-    assert any("table" in p for p in problems_of(tmp_path, body="<table><tr><td>1</td></tr></table>"))
-    assert any("wider than a phone" in p
-               for p in problems_of(tmp_path, body='<div style="width: 1200px">x</div>'))
+    assert any(
+        "longer than 100" in p for p in problems_of(tmp_path, body="<pre>" + "x" * 101 + "</pre>")
+    )
+    assert any(
+        "table" in p for p in problems_of(tmp_path, body="<table><tr><td>1</td></tr></table>")
+    )
+    assert any(
+        "wider than a phone" in p
+        for p in problems_of(tmp_path, body='<div style="width: 1200px">x</div>')
+    )
     long_equation = "\\[" + " + ".join(f"\\frac{{a_{k}}}{{b_{k}}}" for k in range(40)) + "\\]"
-    assert any("display equation" in p
-               for p in problems_of(tmp_path, body=f'<div class="math">{long_equation}</div>'))
-    assert any("broken link" in p for p in problems_of(tmp_path, body='<a href="missing.html">x</a>'))
+    assert any(
+        "display equation" in p
+        for p in problems_of(tmp_path, body=f'<div class="math">{long_equation}</div>')
+    )
+    assert any(
+        "broken link" in p for p in problems_of(tmp_path, body='<a href="missing.html">x</a>')
+    )
     import struct
     import zlib
 
     def png(width):  # a valid PNG header is all the check reads
         ihdr = struct.pack(">IIBBBBB", width, 10, 8, 2, 0, 0, 0)
-        return (b"\x89PNG\r\n\x1a\n" + struct.pack(">I", 13) + b"IHDR" + ihdr
-                + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr)))
+        return (
+            b"\x89PNG\r\n\x1a\n"
+            + struct.pack(">I", 13)
+            + b"IHDR"
+            + ihdr
+            + struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+        )
 
-    captioned = ('<figure><img src="wide.png"/><figcaption><span class="caption-number">Fig. 1 </span>'
-                 "</figcaption></figure>")
+    captioned = (
+        '<figure><img src="wide.png"/><figcaption><span class="caption-number">Fig. 1 </span>'
+        "</figcaption></figure>"
+    )
     (tmp_path / "wide.png").write_bytes(png(2000))
     assert any("2000 px wide" in p for p in problems_of(tmp_path, body=captioned))
     (tmp_path / "wide.png").write_bytes(png(1000))
@@ -354,11 +417,16 @@ def test_equation_width_estimate_grows_with_the_equation():
 def test_execute_tool_shortens_widget_fallbacks():
     from tools.execute_notebooks import WIDGET_FALLBACK, shorten_widget_fallbacks
 
-    shown = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"},
-                                                         "text/plain": "interactive(" + "x" * 200 + ")"})
+    shown = nbformat.v4.new_output(
+        "display_data",
+        data={WIDGET_MIME: {"model_id": "x"}, "text/plain": "interactive(" + "x" * 200 + ")"},
+    )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])])
     assert shorten_widget_fallbacks(nb) == 1 and shorten_widget_fallbacks(nb) == 0
-    assert nb.cells[0].outputs[0]["data"]["text/plain"] == WIDGET_FALLBACK and len(WIDGET_FALLBACK) <= 100
+    assert (
+        nb.cells[0].outputs[0]["data"]["text/plain"] == WIDGET_FALLBACK
+        and len(WIDGET_FALLBACK) <= 100
+    )
 
 
 # --- offline: nothing fetched from another host (tools/check_site.py check_offline) -------------
@@ -380,15 +448,20 @@ def test_site_check_fails_on_anything_loaded_from_another_host(tmp_path):
         page.write_text(PAGE.format(title="t", nav="t", body=html))
         problems: list[str] = []
         check_site.check_offline(page, tmp_path, problems)
-        assert len(problems) == 1 and name in problems[0] and "another host" in problems[0], (html, problems)
+        assert len(problems) == 1 and name in problems[0] and "another host" in problems[0], (
+            html,
+            problems,
+        )
 
 
 def test_site_check_allows_links_and_local_assets(tmp_path):
     check_site = site_check()
-    body = ('<a href="https://arxiv.org/abs/2502.07553v2">paper</a>'
-            '<script src="../_static/mathjax/tex-chtml.js"></script>'
-            '<link rel="stylesheet" href="_static/sxor.css"/><link rel="canonical" href="https://x.org/"/>'
-            '<img src="fig.png"/><script>const URL = "https://unpkg.com/thebe/lib/index.js";</script>')
+    body = (
+        '<a href="https://arxiv.org/abs/2502.07553v2">paper</a>'
+        '<script src="../_static/mathjax/tex-chtml.js"></script>'
+        '<link rel="stylesheet" href="_static/sxor.css"/><link rel="canonical" href="https://x.org/"/>'
+        '<img src="fig.png"/><script>const URL = "https://unpkg.com/thebe/lib/index.js";</script>'
+    )
     page = tmp_path / "page.html"
     page.write_text(PAGE.format(title="t", nav="t", body=body))
     problems: list[str] = []
@@ -400,15 +473,29 @@ def test_requested_urls_keeps_the_pages_requests_only(tmp_path):
     import json
 
     check_site = site_check()
-    log = {"constants": {"logEventTypes": {"URL_REQUEST_START_JOB": 7, "OTHER": 1}},
-           "events": [
-               {"type": 7, "params": {"url": "https://cdn.example.org/a.js", "initiator": "null",
-                                      "network_isolation_key": "file:// file://"}},
-               {"type": 7, "params": {"url": "https://update.example.com/u", "initiator": "not an origin",
-                                      "network_isolation_key": "null null"}},
-               {"type": 1, "params": {"url": "https://other.example.org/b.js", "initiator": "null"}},
-               {"type": 7, "params": {"url": "file:///tmp/x.html", "initiator": "null"}},
-           ]}
+    log = {
+        "constants": {"logEventTypes": {"URL_REQUEST_START_JOB": 7, "OTHER": 1}},
+        "events": [
+            {
+                "type": 7,
+                "params": {
+                    "url": "https://cdn.example.org/a.js",
+                    "initiator": "null",
+                    "network_isolation_key": "file:// file://",
+                },
+            },
+            {
+                "type": 7,
+                "params": {
+                    "url": "https://update.example.com/u",
+                    "initiator": "not an origin",
+                    "network_isolation_key": "null null",
+                },
+            },
+            {"type": 1, "params": {"url": "https://other.example.org/b.js", "initiator": "null"}},
+            {"type": 7, "params": {"url": "file:///tmp/x.html", "initiator": "null"}},
+        ],
+    }
     path = tmp_path / "net.json"
     path.write_text(json.dumps(log)[:-2] + ",")  # Chromium killed mid-write leaves the log open
     assert check_site.requested_urls(path) == {"https://cdn.example.org/a.js"}
@@ -416,13 +503,16 @@ def test_requested_urls_keeps_the_pages_requests_only(tmp_path):
 
 
 def test_script_errors_are_read_from_the_console_log():
-    log = ('[1:1:1201/1.2:INFO:CONSOLE:65] "Uncaught SyntaxError: Identifier \'THEBE_JS_URL\' has already been '
-           'declared", source: file:///x.html (65)\n'
-           '[1:1:1201/1.3:INFO:CONSOLE:1] "[PST]: Changed to auto mode", source: file:///y.js (1)\n'
-           '[1:1:1201/1.4:INFO:CONSOLE(12)] "Uncaught ReferenceError: x is not defined", source: z (12)\n')
+    log = (
+        "[1:1:1201/1.2:INFO:CONSOLE:65] \"Uncaught SyntaxError: Identifier 'THEBE_JS_URL' has already been "
+        'declared", source: file:///x.html (65)\n'
+        '[1:1:1201/1.3:INFO:CONSOLE:1] "[PST]: Changed to auto mode", source: file:///y.js (1)\n'
+        '[1:1:1201/1.4:INFO:CONSOLE(12)] "Uncaught ReferenceError: x is not defined", source: z (12)\n'
+    )
     assert site_check().script_errors(log) == [
         "Uncaught SyntaxError: Identifier 'THEBE_JS_URL' has already been declared",
-        "Uncaught ReferenceError: x is not defined"]
+        "Uncaught ReferenceError: x is not defined",
+    ]
 
 
 CHROMIUM = site_check().find_chromium()
@@ -444,27 +534,49 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
         ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
 
         def chunk(kind, data):
-            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+            return (
+                struct.pack(">I", len(data))
+                + kind
+                + data
+                + struct.pack(">I", zlib.crc32(kind + data))
+            )
 
-        return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+        return (
+            b"\x89PNG\r\n\x1a\n"
+            + chunk(b"IHDR", ihdr)
+            + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b"")
+        )
 
     (tmp_path / "wide.png").write_bytes(png(1200))
     (tmp_path / "narrow.png").write_bytes(png(600))
     css = (ROOT / "_static" / "sxor.css").read_text()
     # a stand-in for MathJax's inline box: an inline-block formula as wide as MathJax draws it
     math = '<mjx-container jax="CHTML"><span style="display:inline-block;width:700px">f(x)</span></mjx-container>'
-    template = ("<html><head><style>article.bd-article{{overflow:hidden}} figure img{{max-width:100%}}"
-                "{css}</style></head><body>"
-                '<article class="bd-article"><p>Text {math} text.</p>'
-                '<figure><img src="{img}"/></figure>{script}</article></body></html>')
+    template = (
+        "<html><head><style>article.bd-article{{overflow:hidden}} figure img{{max-width:100%}}"
+        "{css}</style></head><body>"
+        '<article class="bd-article"><p>Text {math} text.</p>'
+        '<figure><img src="{img}"/></figure>{script}</article></body></html>'
+    )
     bad = tmp_path / "bad.html"
-    bad.write_text(template.format(css="", math=math, img="wide.png",
-                                   script='<script src="https://cdn.example.org/a.js"></script>'
-                                          "<script>const A = 1;</script><script>const A = 2;</script>"))
+    bad.write_text(
+        template.format(
+            css="",
+            math=math,
+            img="wide.png",
+            script='<script src="https://cdn.example.org/a.js"></script>'
+            "<script>const A = 1;</script><script>const A = 2;</script>",
+        )
+    )
     good = tmp_path / "good.html"
     # the book's CSS and script: the formula scrolls in its box, the wide figure in its figure box
     shutil.copy(ROOT / "_static" / "sxor.js", tmp_path / "sxor.js")
-    good.write_text(template.format(css=css, math=math, img="wide.png", script='<script src="sxor.js"></script>'))
+    good.write_text(
+        template.format(
+            css=css, math=math, img="wide.png", script='<script src="sxor.js"></script>'
+        )
+    )
     narrow = tmp_path / "narrow.html"
     narrow.write_text(template.format(css=css, math=math, img="narrow.png", script=""))
     counts: dict = {}
@@ -480,11 +592,18 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
 def test_fallbacks_only_rewrites_stored_widget_lines(tmp_path):
     from tools.execute_notebooks import WIDGET_FALLBACK, rewrite_fallbacks
 
-    shown = nbformat.v4.new_output("display_data", data={WIDGET_MIME: {"model_id": "x"}, "text/plain": "old"})
+    shown = nbformat.v4.new_output(
+        "display_data", data={WIDGET_MIME: {"model_id": "x"}, "text/plain": "old"}
+    )
     path = tmp_path / "w.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])]), path)
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", outputs=[shown])]), path
+    )
     assert rewrite_fallbacks(path) == 1 and rewrite_fallbacks(path) == 0
-    assert nbformat.read(path, as_version=4).cells[0].outputs[0]["data"]["text/plain"] == WIDGET_FALLBACK
+    assert (
+        nbformat.read(path, as_version=4).cells[0].outputs[0]["data"]["text/plain"]
+        == WIDGET_FALLBACK
+    )
     assert "Colab" in WIDGET_FALLBACK
 
 
@@ -492,7 +611,9 @@ def test_the_website_renders_no_widget_and_loads_no_widget_script():
     import yaml
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]
-    assert config["nb_ipywidgets_js"] == {}, "myst-nb would load require.js and the widget manager from CDNs"
+    assert config["nb_ipywidgets_js"] == {}, (
+        "myst-nb would load require.js and the widget manager from CDNs"
+    )
     assert ["*", WIDGET_MIME, None] in config["nb_mime_priority_overrides"]
 
 

@@ -21,14 +21,20 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tools.student import (  # noqa: E402  (the repository root is on sys.path: tests/ is a package)
-    BOOK, ROOT, book_notebooks, exercise_labels, solution_labels, student_notebook, strip_solutions,
+from tools.student import (
+    BOOK,
+    ROOT,
+    book_notebooks,
+    exercise_labels,
+    solution_labels,
+    strip_solutions,
+    student_notebook,
     write_student_edition,
 )
 
 NOTEBOOKS = book_notebooks()
 #: Any line that opens a solution directive, in either fence style.
-SOLUTION_LINE = re.compile(r"^\s*(`{3,}|:{3,})\{solution(-start|-end)?\}", re.M)
+SOLUTION_LINE = re.compile(r"^\s*(`{3,}|:{3,})\{solution(-start|-end)?\}", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +44,10 @@ def edition(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("student")
     result = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "student.py"), "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert f"wrote {len(NOTEBOOKS)} student notebooks" in result.stdout
@@ -59,8 +68,14 @@ def exercise_blocks(nb: nbformat.NotebookNode) -> list[str]:
     blocks = []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            blocks += [m.group(0) for m in re.finditer(
-                r"^(`{3,}|:{3,})\{exercise\}.*?^\1[ \t]*$", cell.source, re.M | re.S)]
+            blocks += [
+                m.group(0)
+                for m in re.finditer(
+                    r"^(`{3,}|:{3,})\{exercise\}.*?^\1[ \t]*$",
+                    cell.source,
+                    re.MULTILINE | re.DOTALL,
+                )
+            ]
     return blocks
 
 
@@ -79,14 +94,18 @@ def test_no_solution_remains_and_every_exercise_does(edition, path):
     original = nbformat.read(path, as_version=4)
     student = student_of(edition, path)
     for number, cell in enumerate(student.cells):
-        assert not SOLUTION_LINE.search(cell.source), f"{path.name}: a solution remains in cell {number}"
+        assert not SOLUTION_LINE.search(cell.source), (
+            f"{path.name}: a solution remains in cell {number}"
+        )
     assert exercise_labels(student) == exercise_labels(original)
     blocks = exercise_blocks(original)
     text = "\n".join(cell.source for cell in student.cells if cell.cell_type == "markdown")
     for block in blocks:
         assert block in text, f"{path.name}: exercise text changed: {block[:80]!r}"
     # Every exercise that has a solution in the book lost it, and nothing else disappeared.
-    assert set(solution_labels(original)) <= set(exercise_labels(original)), f"{path.name}: a solution without its exercise"
+    assert set(solution_labels(original)) <= set(exercise_labels(original)), (
+        f"{path.name}: a solution without its exercise"
+    )
     assert len(student.cells) <= len(original.cells)
 
 
@@ -104,33 +123,47 @@ def test_student_notebook_executes(edition, path):
             cell.outputs, cell.execution_count = [], None
     os.environ["TQDM_DISABLE"] = "1"
     NotebookClient(
-        student, timeout=300, kernel_name="python3", record_timing=False,
+        student,
+        timeout=300,
+        kernel_name="python3",
+        record_timing=False,
         resources={"metadata": {"path": str(edition / path.relative_to(BOOK).parent)}},
     ).execute()  # raises CellExecutionError, naming the cell, if any cell fails
-    errors = [o for c in student.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    errors = [
+        o
+        for c in student.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type == "error"
+    ]
     assert not errors
 
 
 # The tool itself, on a small notebook holding every format the book's conventions allow.
 
+
 def synthetic() -> nbformat.NotebookNode:
     md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
-    return nbformat.v4.new_notebook(cells=[
-        md("# Title"),
-        code("x = 1"),
-        md("## Exercises\n\n```{exercise} ★ First\n:label: ex-a\n\nShow it.\n```\n\n"
-           "```{solution} ex-a\n:class: dropdown\n\nIt is so.\n```\n\nBetween the two."),
-        md("````{exercise} ★★ Implement: second\n:label: ex-b\n\n```python\ny = x\n```\n````"),
-        md("```{solution-start} ex-b\n:class: dropdown\n```"),
-        code("secret = x + 1"),
-        md("More of the solution."),
-        code("print(secret)"),
-        md("```{solution-end}\n```\n\nKept after the end."),
-        md("Text before a gate.\n\n```{solution-start} ex-c\n```\nhidden"),
-        code("hidden = 2"),
-        md("```{solution-end}\n```"),
-        code("print(x)"),
-    ])
+    return nbformat.v4.new_notebook(
+        cells=[
+            md("# Title"),
+            code("x = 1"),
+            md(
+                "## Exercises\n\n```{exercise} ★ First\n:label: ex-a\n\nShow it.\n```\n\n"
+                "```{solution} ex-a\n:class: dropdown\n\nIt is so.\n```\n\nBetween the two."
+            ),
+            md("````{exercise} ★★ Implement: second\n:label: ex-b\n\n```python\ny = x\n```\n````"),
+            md("```{solution-start} ex-b\n:class: dropdown\n```"),
+            code("secret = x + 1"),
+            md("More of the solution."),
+            code("print(secret)"),
+            md("```{solution-end}\n```\n\nKept after the end."),
+            md("Text before a gate.\n\n```{solution-start} ex-c\n```\nhidden"),
+            code("hidden = 2"),
+            md("```{solution-end}\n```"),
+            code("print(x)"),
+        ]
+    )
 
 
 def test_student_notebook_removes_exactly_the_solutions():
@@ -156,12 +189,15 @@ def test_longer_fences_and_colon_fences():
     assert strip_solutions(text) == ("A\n\nB\n\nD", False)
 
 
-@pytest.mark.parametrize("cells, message", [
-    (["```{solution-start} ex-a\n```", "never ends"], "never closed"),
-    (["```{solution-end}\n```"], "without a"),
-    (["```{solution} ex-a\nno closing fence"], "unclosed"),
-    (["```{solution-start} ex-a\n```", "```{solution-start} ex-b\n```"], "inside a gated"),
-])
+@pytest.mark.parametrize(
+    "cells, message",
+    [
+        (["```{solution-start} ex-a\n```", "never ends"], "never closed"),
+        (["```{solution-end}\n```"], "without a"),
+        (["```{solution} ex-a\nno closing fence"], "unclosed"),
+        (["```{solution-start} ex-a\n```", "```{solution-start} ex-b\n```"], "inside a gated"),
+    ],
+)
 def test_malformed_solutions_are_refused(cells, message):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(c) for c in cells])
     with pytest.raises(ValueError, match=message):

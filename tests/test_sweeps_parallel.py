@@ -26,7 +26,11 @@ def test_threads_draw_the_same_instances(num):
 
 def test_chunked_results_equal_one_chunk():
     def measure(batch):
-        return {"first": batch.Z[:, 0, :3].sum(-1), "support": batch.support, "pair": batch.theta0[:, :2]}
+        return {
+            "first": batch.Z[:, 0, :3].sum(-1),
+            "support": batch.support,
+            "pair": batch.theta0[:, :2],
+        }
 
     whole = sweep_m(measure, 7, 64, [2, 4])
     chunked = sweep_m(measure, 7, 64, [2, 4], budget_bytes=2 * 64 * 4 * 8 * 3)  # chunks of 3
@@ -35,6 +39,12 @@ def test_chunked_results_equal_one_chunk():
         for key in whole[m]:
             assert whole[m][key].shape[0] == 7 and whole[m][key].dtype == chunked[m][key].dtype
             assert torch.equal(whole[m][key], chunked[m][key])
-    flat = sweep(lambda b: {"loss": b.V[:, 0, 0], "sup": b.support}, 5, 32, 3, budget_bytes=4 * 32 * 3 * 8 * 2)
+    flat = sweep(
+        lambda b: {"loss": b.V[:, 0, 0], "sup": b.support},
+        5,
+        32,
+        3,
+        budget_bytes=4 * 32 * 3 * 8 * 2,
+    )
     ref = sweeps.random_instances(5, 32, 3)
     assert torch.equal(flat["loss"], ref.V[:, 0, 0]) and torch.equal(flat["sup"], ref.support)

@@ -29,16 +29,26 @@ import nbformat
 import pytest
 
 ROOT = Path(os.environ.get("SXOR_TEACHING_ROOT") or Path(__file__).resolve().parents[1])
-PAGES = sorted(p for part in ("part1", "part2") for p in (ROOT / "book" / part).glob("[0-9][0-9]*.ipynb"))
+PAGES = sorted(
+    p for part in ("part1", "part2") for p in (ROOT / "book" / part).glob("[0-9][0-9]*.ipynb")
+)
 #: Phrases of provenance talk, which belongs on the Part overviews, not in the chapters.
 BANNED = ("not available to us", "machine-written", "pith.science", "our inference")
 #: Chapters that must pose an open problem or a project.
 OPEN_CHAPTERS = {9, 14, 15}
 STARS = re.compile(r"^(★{1,3})(?!★)\s+(?P<rest>\S.*)$")
-EXERCISE = re.compile(r"^\s{0,3}(`{3,}|:{3,})\{exercise(?:-start)?\}[ \t]*(?P<title>.*)$", re.M)
-HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
+EXERCISE = re.compile(
+    r"^\s{0,3}(`{3,}|:{3,})\{exercise(?:-start)?\}[ \t]*(?P<title>.*)$", re.MULTILINE
+)
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.MULTILINE)
 #: Labels of the papers' results on the Part overviews.
-CITED = ("thm-hg-one-step", "cor-hg-finite-samples", "thm-afz-hardmax", "thm-afz-softmax", "thm-afz-training")
+CITED = (
+    "thm-hg-one-step",
+    "cor-hg-finite-samples",
+    "thm-afz-hardmax",
+    "thm-afz-softmax",
+    "thm-afz-training",
+)
 
 
 def page_number(path: Path) -> tuple[int, bool]:
@@ -61,12 +71,16 @@ def overview_problems(nb: nbformat.NotebookNode) -> list[str]:
     if not texts or not texts[0].lstrip().startswith("# "):
         return ["the first markdown cell is not the title cell '# Title'"]
     title = texts[0]
-    box = re.search(r"^(`{3,}|:{3,})\{admonition\}\s*Overview\s*\n(?P<body>.*?)^\1[ \t]*$", title, re.M | re.S)
+    box = re.search(
+        r"^(`{3,}|:{3,})\{admonition\}\s*Overview\s*\n(?P<body>.*?)^\1[ \t]*$",
+        title,
+        re.MULTILINE | re.DOTALL,
+    )
     if not box:
         return ["no ```{admonition} Overview box in the title cell"]
     body = box["body"]
     problems = []
-    if not re.search(r"^:class:.*\boverview\b", body, re.M):
+    if not re.search(r"^:class:.*\boverview\b", body, re.MULTILINE):
         problems.append("the Overview box lacks ':class: overview'")
     parts = {}
     for name in ("Objectives", "Prerequisites", "Key idea"):
@@ -78,11 +92,11 @@ def overview_problems(nb: nbformat.NotebookNode) -> list[str]:
     if len(parts) == 3:
         if not parts["Objectives"] < parts["Prerequisites"] < parts["Key idea"]:
             problems.append("Objectives, Prerequisites and Key idea are not in this order")
-        objectives = body[parts["Objectives"]:parts["Prerequisites"]]
-        bullets = re.findall(r"^\s*[-*+]\s+\S", objectives, re.M)
+        objectives = body[parts["Objectives"] : parts["Prerequisites"]]
+        bullets = re.findall(r"^\s*[-*+]\s+\S", objectives, re.MULTILINE)
         if not 3 <= len(bullets) <= 5:
             problems.append(f"Objectives has {len(bullets)} bullets, not 3 to 5")
-        key = body[parts["Key idea"]:].replace("**Key idea.**", "").strip()
+        key = body[parts["Key idea"] :].replace("**Key idea.**", "").strip()
         if not key:
             problems.append("the key idea is empty")
     return problems
@@ -90,7 +104,9 @@ def overview_problems(nb: nbformat.NotebookNode) -> list[str]:
 
 def summary_problems(nb: nbformat.NotebookNode) -> list[str]:
     """Exactly one heading "Summary", written '## Summary', before '## Exercises'."""
-    headings = [(len(m[1]), m[2]) for text in markdown(nb) for m in HEADING.finditer(strip_fences(text))]
+    headings = [
+        (len(m[1]), m[2]) for text in markdown(nb) for m in HEADING.finditer(strip_fences(text))
+    ]
     summaries = [i for i, (_, text) in enumerate(headings) if text.lower() == "summary"]
     exercises = [i for i, (level, text) in enumerate(headings) if (level, text) == (2, "Exercises")]
     problems = []
@@ -116,7 +132,12 @@ def strip_fences(text: str) -> str:
                 fence = (match[1][0], len(match[1]))
             else:
                 kept.append(line)
-        elif match and set(match[1]) == {fence[0]} and len(match[1]) >= fence[1] and not match[2].strip():
+        elif (
+            match
+            and set(match[1]) == {fence[0]}
+            and len(match[1]) >= fence[1]
+            and not match[2].strip()
+        ):
             fence = None
     return "\n".join(kept)
 
@@ -136,8 +157,11 @@ def exercise_problems(nb: nbformat.NotebookNode, number: int, section: bool) -> 
             problems.append(f"an open problem or project must be ★★★: {title!r}")
     if not section and not any(rest.startswith("Implement:") for _, rest in rests):
         problems.append("no 'Implement:' exercise")
-    if not section and number in OPEN_CHAPTERS and not any(
-            rest.startswith(("Open problem:", "Project:")) for _, rest in rests):
+    if (
+        not section
+        and number in OPEN_CHAPTERS
+        and not any(rest.startswith(("Open problem:", "Project:")) for _, rest in rests)
+    ):
         problems.append("no 'Open problem:' or 'Project:' exercise")
     return problems
 
@@ -151,22 +175,32 @@ def comparison_cell_problems(nb: nbformat.NotebookNode) -> list[str]:
     return [
         f"cell {number}: a CI comparison cell without the tag hide-input"
         for number, cell in enumerate(nb.cells)
-        if cell.cell_type == "code" and "experiments.compare(" in cell.source
+        if cell.cell_type == "code"
+        and "experiments.compare(" in cell.source
         and "hide-input" not in cell.metadata.get("tags", [])
     ]
 
 
 def cited_reference_problems(nb: nbformat.NotebookNode) -> list[str]:
     text = "\n".join(markdown(nb))
-    return [f"bare reference {{prf:ref}}`{label}`: write {{prf:ref}}`Theorem ... of the paper <{label}>`"
-            for label in CITED if f"{{prf:ref}}`{label}`" in text]
+    return [
+        f"bare reference {{prf:ref}}`{label}`: write {{prf:ref}}`Theorem ... of the paper <{label}>`"
+        for label in CITED
+        if f"{{prf:ref}}`{label}`" in text
+    ]
 
 
 def page_problems(path: Path) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     number, section = page_number(path)
-    return (overview_problems(nb) + summary_problems(nb) + exercise_problems(nb, number, section)
-            + provenance_problems(nb) + comparison_cell_problems(nb) + cited_reference_problems(nb))
+    return (
+        overview_problems(nb)
+        + summary_problems(nb)
+        + exercise_problems(nb, number, section)
+        + provenance_problems(nb)
+        + comparison_cell_problems(nb)
+        + cited_reference_problems(nb)
+    )
 
 
 def test_every_chapter_has_a_page():
@@ -228,57 +262,82 @@ Find it.
 ```"""
 
 
-def page(title: str = GOOD_TITLE, end: str = GOOD_END, code: str = "x = 1", tags=()) -> nbformat.NotebookNode:
+def page(
+    title: str = GOOD_TITLE, end: str = GOOD_END, code: str = "x = 1", tags=()
+) -> nbformat.NotebookNode:
     cell = nbformat.v4.new_code_cell(code)
     cell.metadata["tags"] = list(tags)
-    return nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("# Colab cell"),
-        nbformat.v4.new_markdown_cell(title),
-        cell,
-        nbformat.v4.new_markdown_cell("## Mathematics\n\n```python\n# not a heading\n```"),
-        nbformat.v4.new_markdown_cell(end),
-    ])
+    return nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("# Colab cell"),
+            nbformat.v4.new_markdown_cell(title),
+            cell,
+            nbformat.v4.new_markdown_cell("## Mathematics\n\n```python\n# not a heading\n```"),
+            nbformat.v4.new_markdown_cell(end),
+        ]
+    )
 
 
 def all_problems(nb, number=9, section=False):
-    return (overview_problems(nb) + summary_problems(nb) + exercise_problems(nb, number, section)
-            + provenance_problems(nb) + comparison_cell_problems(nb) + cited_reference_problems(nb))
+    return (
+        overview_problems(nb)
+        + summary_problems(nb)
+        + exercise_problems(nb, number, section)
+        + provenance_problems(nb)
+        + comparison_cell_problems(nb)
+        + cited_reference_problems(nb)
+    )
 
 
 def test_a_good_page_passes():
     assert all_problems(page()) == []
 
 
-@pytest.mark.parametrize("title, expected", [
-    (GOOD_TITLE.replace(":class: overview\n", ""), "':class: overview'"),
-    (GOOD_TITLE.replace("- implement one step.\n", ""), "2 bullets"),
-    (GOOD_TITLE.replace("**Key idea.** One step is enough.", ""), "**Key idea.**"),
-    (GOOD_TITLE.replace("**Prerequisites.**", "Prerequisites:"), "**Prerequisites.**"),
-    (GOOD_TITLE.replace("```{admonition} Overview", "```{note}"), "no ```{admonition} Overview"),
-    ("Some text\n\n" + GOOD_TITLE, "not the title cell"),
-])
+@pytest.mark.parametrize(
+    "title, expected",
+    [
+        (GOOD_TITLE.replace(":class: overview\n", ""), "':class: overview'"),
+        (GOOD_TITLE.replace("- implement one step.\n", ""), "2 bullets"),
+        (GOOD_TITLE.replace("**Key idea.** One step is enough.", ""), "**Key idea.**"),
+        (GOOD_TITLE.replace("**Prerequisites.**", "Prerequisites:"), "**Prerequisites.**"),
+        (
+            GOOD_TITLE.replace("```{admonition} Overview", "```{note}"),
+            "no ```{admonition} Overview",
+        ),
+        ("Some text\n\n" + GOOD_TITLE, "not the title cell"),
+    ],
+)
 def test_overview_box_problems_are_found(title, expected):
     assert any(expected in p for p in overview_problems(page(title=title)))
 
 
-@pytest.mark.parametrize("end, expected", [
-    (GOOD_END.replace("## Summary", "## Summary and outlook"), "0 headings 'Summary'"),
-    (GOOD_END + "\n\n## Summary\n\nAgain.", "2 headings 'Summary'"),
-    (GOOD_END.replace("## Summary", "### Summary"), "not '## Summary'"),
-    (GOOD_END.replace("## Summary\n\n- It works.\n\n", "") + "\n\n## Summary\n\n- Late.", "after '## Exercises'"),
-    (GOOD_END.replace("## Exercises", "## Problems"), "0 headings '## Exercises'"),
-])
+@pytest.mark.parametrize(
+    "end, expected",
+    [
+        (GOOD_END.replace("## Summary", "## Summary and outlook"), "0 headings 'Summary'"),
+        (GOOD_END + "\n\n## Summary\n\nAgain.", "2 headings 'Summary'"),
+        (GOOD_END.replace("## Summary", "### Summary"), "not '## Summary'"),
+        (
+            GOOD_END.replace("## Summary\n\n- It works.\n\n", "") + "\n\n## Summary\n\n- Late.",
+            "after '## Exercises'",
+        ),
+        (GOOD_END.replace("## Exercises", "## Problems"), "0 headings '## Exercises'"),
+    ],
+)
 def test_summary_problems_are_found(end, expected):
     assert any(expected in p for p in summary_problems(page(end=end)))
 
 
-@pytest.mark.parametrize("end, number, section, expected", [
-    (GOOD_END.replace("★ Routine", "Routine"), 9, False, "without ★"),
-    (GOOD_END.replace("★ Routine", "★★★★ Routine"), 9, False, "without ★"),
-    (GOOD_END.replace("★★ Implement:", "★★ Write"), 3, False, "no 'Implement:'"),
-    (GOOD_END.replace("★★★ Open problem:", "★★★ Hard:"), 14, False, "no 'Open problem:'"),
-    (GOOD_END.replace("★★★ Open problem:", "★★ Open problem:"), 1, False, "must be ★★★"),
-])
+@pytest.mark.parametrize(
+    "end, number, section, expected",
+    [
+        (GOOD_END.replace("★ Routine", "Routine"), 9, False, "without ★"),
+        (GOOD_END.replace("★ Routine", "★★★★ Routine"), 9, False, "without ★"),
+        (GOOD_END.replace("★★ Implement:", "★★ Write"), 3, False, "no 'Implement:'"),
+        (GOOD_END.replace("★★★ Open problem:", "★★★ Hard:"), 14, False, "no 'Open problem:'"),
+        (GOOD_END.replace("★★★ Open problem:", "★★ Open problem:"), 1, False, "must be ★★★"),
+    ],
+)
 def test_exercise_problems_are_found(end, number, section, expected):
     assert any(expected in p for p in exercise_problems(page(end=end), number, section))
 
@@ -293,13 +352,20 @@ def test_section_pages_are_exempt_from_the_kinds_of_exercise():
 def test_provenance_and_comparison_cells_are_found():
     bad = page(title=GOOD_TITLE + "\n\nThe full text was not available to us.")
     assert provenance_problems(bad) == ["provenance phrase 'not available to us'"]
-    assert provenance_problems(page(code="# see the Machine-written review")) == ["provenance phrase 'machine-written'"]
+    assert provenance_problems(page(code="# see the Machine-written review")) == [
+        "provenance phrase 'machine-written'"
+    ]
     assert comparison_cell_problems(page(code="print(experiments.compare(a, b))")) != []
-    assert comparison_cell_problems(page(code="print(experiments.compare(a, b))", tags=["hide-input"])) == []
+    assert (
+        comparison_cell_problems(page(code="print(experiments.compare(a, b))", tags=["hide-input"]))
+        == []
+    )
 
 
 def test_bare_references_to_the_cited_theorems_are_found():
     bare = page(title=GOOD_TITLE + "\n\nBy {prf:ref}`thm-hg-one-step`, one step suffices.")
     assert len(cited_reference_problems(bare)) == 1
-    named = page(title=GOOD_TITLE + "\n\nBy {prf:ref}`Theorem 2 of the paper <thm-hg-one-step>`, it does.")
+    named = page(
+        title=GOOD_TITLE + "\n\nBy {prf:ref}`Theorem 2 of the paper <thm-hg-one-step>`, it does."
+    )
     assert cited_reference_problems(named) == []

@@ -19,14 +19,17 @@ def committed(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.mark.parametrize("content, why", [
-    ("", "is empty"),
-    ("  \n", "is empty"),
-    ('{"experiment": "x", "rec', "not valid JSON"),
-    ("[1, 2]", "holds a JSON list, not an object"),
-    ('{"experiment": "x"}', "lacks 'experiment' and a list of 'records'"),
-    ('{"experiment": "x", "records": 3}', "a list of 'records'"),
-])
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        ("", "is empty"),
+        ("  \n", "is empty"),
+        ('{"experiment": "x", "rec', "not valid JSON"),
+        ("[1, 2]", "holds a JSON list, not an object"),
+        ('{"experiment": "x"}', "lacks 'experiment' and a list of 'records'"),
+        ('{"experiment": "x", "records": 3}', "a list of 'records'"),
+    ],
+)
 def test_a_corrupted_committed_file_names_itself_and_the_command(committed, content, why):
     (committed / "x.json").write_text(content)
     with pytest.raises(ValueError, match=why) as info:
@@ -37,7 +40,9 @@ def test_a_corrupted_committed_file_names_itself_and_the_command(committed, cont
 
 def test_a_directory_missing_file_and_bad_names(committed):
     (committed / "d.json").mkdir()
-    with pytest.raises(ValueError, match=r"d\.json is not a file.*python -m sxor run d --size full"):
+    with pytest.raises(
+        ValueError, match=r"d\.json is not a file.*python -m sxor run d --size full"
+    ):
         results.committed_results("d")
     with pytest.raises(FileNotFoundError, match="python -m sxor run nope --size full"):
         results.committed_results("nope")
@@ -62,18 +67,20 @@ def test_load_results_names_the_file(tmp_path):
 
 def test_random_dataset_limits_are_refused_before_drawing():
     assert dataset.MAX_DATASET_ENTRIES == 10**6
-    for args, kw, what in [((2, 3, 1, 10**6), {}, "MAX_DATASET_ENTRIES"),
-                           ((10**9, 3, 1, 2), {}, "MAX_DATASET_ENTRIES"),
-                           ((2, [10**6, 3], [1, 1], 2), {}, "MAX_DATASET_ENTRIES"),
-                           ((2, 3, 1, 2), {"denominator": 0}, "denominator"),
-                           ((2, 3, 1, 2), {"denominator": 2.5}, "denominator"),
-                           ((2, 3, 1, 2), {"seed": "a"}, "seed"),
-                           ((2, 3, 1, 2), {"seed": 1.0}, "seed")]:
+    for args, kw, what in [
+        ((2, 3, 1, 10**6), {}, "MAX_DATASET_ENTRIES"),
+        ((10**9, 3, 1, 2), {}, "MAX_DATASET_ENTRIES"),
+        ((2, [10**6, 3], [1, 1], 2), {}, "MAX_DATASET_ENTRIES"),
+        ((2, 3, 1, 2), {"denominator": 0}, "denominator"),
+        ((2, 3, 1, 2), {"denominator": 2.5}, "denominator"),
+        ((2, 3, 1, 2), {"seed": "a"}, "seed"),
+        ((2, 3, 1, 2), {"seed": 1.0}, "seed"),
+    ]:
         with pytest.raises(ValueError, match=what):
             I.random_dataset(*args, **kw)
     with pytest.raises(ValueError, match="1000002 coordinates"):
         I.random_dataset(1, 2, 1, 10**6 // 3 + 1)  # one coordinate per sequence over: refused
-    X, Y = I.random_dataset(1, 2, 1, 1000)
+    X, _Y = I.random_dataset(1, 2, 1, 1000)
     assert X[0].shape == (2, 1000)
 
 
@@ -93,5 +100,7 @@ def test_attention_trajectory_and_identity_limits():
 
 
 def test_a_zero_denominator_is_refused_by_name():
-    with pytest.raises(ValueError, match="tokens contains the string '1/0', a fraction with zero denominator"):
+    with pytest.raises(
+        ValueError, match="tokens contains the string '1/0', a fraction with zero denominator"
+    ):
         I.as_exact([["1/0", "1"]], "tokens")

@@ -59,11 +59,25 @@ PHONE_WIDTH = 390
 #: and 42.1, 42.5 and 43.6 fitted; the estimate is rough (equations estimated at 39.7 to 42.7
 #: were clipped by 8 to 57 px), so ``--browser`` is the precise check.
 PAGE_EM = 43.8
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+}
 
 
 class Node:
-    def __init__(self, tag: str, attrs: dict[str, str], parent: "Node | None") -> None:
+    def __init__(self, tag: str, attrs: dict[str, str], parent: Node | None) -> None:
         self.tag, self.attrs, self.parent = tag, attrs, parent
         self.children: list[Node | str] = []
 
@@ -88,7 +102,8 @@ class Node:
 
     def find(self, tag: str | None = None, cls: str | None = None):
         return [
-            n for n in self.iter()
+            n
+            for n in self.iter()
             if (tag is None or n.tag == tag) and (cls is None or cls in n.classes)
         ]
 
@@ -184,10 +199,10 @@ def _group(tex: str, start: int) -> tuple[str, int]:
             depth += tex[i] == "{"
             depth -= tex[i] == "}"
             if depth == 0:
-                return tex[start + 1:i], i + 1
-        return tex[start + 1:], len(tex)
+                return tex[start + 1 : i], i + 1
+        return tex[start + 1 :], len(tex)
     if tex[start] == "\\":
-        match = re.match(r"\\([a-zA-Z]+|.)", tex[start:], re.S)
+        match = re.match(r"\\([a-zA-Z]+|.)", tex[start:], re.DOTALL)
         if match is None:  # a lone backslash at the end
             return "\\", start + 1
         return match.group(0), start + len(match.group(0))
@@ -195,10 +210,44 @@ def _group(tex: str, start: int) -> tuple[str, int]:
 
 
 SPACES = {"quad": 1.0, "qquad": 2.0, ",": 0.17, ";": 0.28, ":": 0.22, "!": -0.17, " ": 0.3}
-ZERO = {"left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl", "Bigr", "displaystyle",
-        "textstyle", "limits", "nolimits", "mathrm", "mathbb", "mathcal", "mathbf", "boldsymbol",
-        "mathit", "operatorname", "text", "mbox", "hat", "tilde", "bar", "vec", "dot", "ddot",
-        "overline", "underline", "widetilde", "widehat", "nonumber", "notag", "phantom"}
+ZERO = {
+    "left",
+    "right",
+    "big",
+    "Big",
+    "bigg",
+    "Bigg",
+    "bigl",
+    "bigr",
+    "Bigl",
+    "Bigr",
+    "displaystyle",
+    "textstyle",
+    "limits",
+    "nolimits",
+    "mathrm",
+    "mathbb",
+    "mathcal",
+    "mathbf",
+    "boldsymbol",
+    "mathit",
+    "operatorname",
+    "text",
+    "mbox",
+    "hat",
+    "tilde",
+    "bar",
+    "vec",
+    "dot",
+    "ddot",
+    "overline",
+    "underline",
+    "widetilde",
+    "widehat",
+    "nonumber",
+    "notag",
+    "phantom",
+}
 
 
 def _line_width(tex: str) -> float:
@@ -206,7 +255,9 @@ def _line_width(tex: str) -> float:
     while i < len(tex):
         ch = tex[i]
         if ch == "\\":
-            match = re.match(r"\\([a-zA-Z]+|.)", tex[i:], re.S)  # a backslash may precede a newline
+            match = re.match(
+                r"\\([a-zA-Z]+|.)", tex[i:], re.DOTALL
+            )  # a backslash may precede a newline
             if match is None:  # a lone backslash at the end
                 i += 1
                 continue
@@ -217,7 +268,7 @@ def _line_width(tex: str) -> float:
                 bottom, i = _group(tex, i)
                 scale = 0.75 if name.startswith("t") else 1.0
                 width += scale * max(_line_width(top), _line_width(bottom)) + 0.3
-            elif name in ("sqrt",):
+            elif name == "sqrt":
                 inner, i = _group(tex, i)
                 width += _line_width(inner) + 0.8
             elif name in SPACES:
@@ -233,9 +284,7 @@ def _line_width(tex: str) -> float:
         elif ch in "_^":
             inner, i = _group(tex, i + 1)
             width += 0.7 * _line_width(inner)
-        elif ch in "{}&":
-            i += 1
-        elif ch.isspace():
+        elif ch in "{}&" or ch.isspace():
             i += 1
         else:
             width += 0.55 if ch.isalnum() else 0.75
@@ -261,8 +310,10 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
         for link in sidebar.find("a"):
             if RAW_TEX.search(link.text()) and link.text().strip() not in seen:
                 seen.add(link.text().strip())
-                problems.append(f"raw TeX in the navigation sidebar (every page): {link.text().strip()!r}:"
-                                " write the page's first heading in plain text")
+                problems.append(
+                    f"raw TeX in the navigation sidebar (every page): {link.text().strip()!r}:"
+                    " write the page's first heading in plain text"
+                )
 
     for node in root.iter():
         for key in ("href", "src"):
@@ -279,8 +330,10 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
 
     for citation in root.find("div", "citation"):
         if RAW_TEX.search(citation.text()):
-            problems.append(f"{name}: raw TeX in a bibliography entry: {' '.join(citation.text().split())[:80]}"
-                            " (write Unicode in references.bib)")
+            problems.append(
+                f"{name}: raw TeX in a bibliography entry: {' '.join(citation.text().split())[:80]}"
+                " (write Unicode in references.bib)"
+            )
 
     articles = root.find("article", "bd-article")
     if not articles:
@@ -295,12 +348,16 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
         figure = next((a for a in img.ancestors() if a.tag == "figure"), None)
         numbered = figure is not None and figure.find("span", "caption-number")
         if not numbered:
-            problems.append(f"{name}: image without a numbered caption: {Path(img.attrs.get('src', '?')).name}"
-                            " (cell metadata mystnb.figure.caption and .name)")
+            problems.append(
+                f"{name}: image without a numbered caption: {Path(img.attrs.get('src', '?')).name}"
+                " (cell metadata mystnb.figure.caption and .name)"
+            )
         width = png_width(page.parent / unquote(img.attrs.get("src", "")))
         if width is not None and width > MAX_FIGURE_PX:
-            problems.append(f"{name}: figure {width} px wide, shrunk below 2/3 at 1400 px: at most two panels "
-                            f"side by side ({Path(img.attrs['src']).name})")
+            problems.append(
+                f"{name}: figure {width} px wide, shrunk below 2/3 at 1400 px: at most two panels "
+                f"side by side ({Path(img.attrs['src']).name})"
+            )
 
     clipped = []
     for pre in article.find("pre"):
@@ -309,8 +366,10 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
             if len(line) > MAX_LINE:
                 clipped.append(f"{where} line of {len(line)} chars: {line.strip()[:50]}...")
     if clipped:
-        problems.append(f"{name}: {len(clipped)} line(s) longer than {MAX_LINE} characters, clipped "
-                        f"at 1400 px; first: {clipped[0]}")
+        problems.append(
+            f"{name}: {len(clipped)} line(s) longer than {MAX_LINE} characters, clipped "
+            f"at 1400 px; first: {clipped[0]}"
+        )
 
     for table in article.find("table"):
         if table.classes & {"indextable", "modindextable"}:
@@ -321,13 +380,21 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
             for a in table.ancestors()
         )
         if not scrolls:
-            problems.append(f"{name}: a table outside a scrolling container widens the page on a phone")
+            problems.append(
+                f"{name}: a table outside a scrolling container widens the page on a phone"
+            )
     for node in article.iter():
         style = node.attrs.get("style", "")
         for match in re.finditer(r"(?<![-\w])(min-)?width:\s*(\d+(?:\.\d+)?)px", style):
             if float(match.group(2)) > PHONE_WIDTH and "max-width" not in style:
-                problems.append(f"{name}: <{node.tag}> fixed at {match.group(2)} px, wider than a phone")
-        if node.tag == "img" and node.attrs.get("width", "").isdigit() and "style" not in node.attrs:
+                problems.append(
+                    f"{name}: <{node.tag}> fixed at {match.group(2)} px, wider than a phone"
+                )
+        if (
+            node.tag == "img"
+            and node.attrs.get("width", "").isdigit()
+            and "style" not in node.attrs
+        ):
             pass  # the theme caps images at 100% width
 
     for div in article.find("div", "math"):
@@ -336,27 +403,49 @@ def check_page(page: Path, site: Path, problems: list[str], seen: set[str] | Non
         width = tex_width_em(tex)
         if width > PAGE_EM:
             first = " ".join(tex.split())[:60]
-            problems.append(f"{name}: display equation about {width:.0f} em wide, the page has "
-                            f"{PAGE_EM:.0f}: split it (aligned): {first}...")
+            problems.append(
+                f"{name}: display equation about {width:.0f} em wide, the page has "
+                f"{PAGE_EM:.0f}: split it (aligned): {first}..."
+            )
     return 'class="math' in text
 
 
 #: Tags and attributes through which a page loads something as it opens (not links a reader
 #: follows): a script, a style sheet, an image, a font, a frame.
 LOADED = {
-    "script": ("src",), "img": ("src", "srcset"), "source": ("src", "srcset"), "iframe": ("src",),
-    "embed": ("src",), "object": ("data",), "audio": ("src",), "video": ("src", "poster"),
+    "script": ("src",),
+    "img": ("src", "srcset"),
+    "source": ("src", "srcset"),
+    "iframe": ("src",),
+    "embed": ("src",),
+    "object": ("data",),
+    "audio": ("src",),
+    "video": ("src", "poster"),
     "input": ("src",),
 }
 #: ``<link rel=...>`` values that make the browser fetch the target.
-LOADED_LINKS = {"stylesheet", "icon", "shortcut", "apple-touch-icon", "preload", "modulepreload", "prefetch",
-                "manifest"}
+LOADED_LINKS = {
+    "stylesheet",
+    "icon",
+    "shortcut",
+    "apple-touch-icon",
+    "preload",
+    "modulepreload",
+    "prefetch",
+    "manifest",
+}
 
 
 def leaves_site(target: str) -> bool:
     """True when ``target`` (a ``src``/``href`` value) is fetched from another host."""
     target = target.strip()
-    return target.startswith("//") or urlparse(target).scheme in ("http", "https", "ftp", "ws", "wss")
+    return target.startswith("//") or urlparse(target).scheme in (
+        "http",
+        "https",
+        "ftp",
+        "ws",
+        "wss",
+    )
 
 
 def external_loads(root: Node) -> list[str]:
@@ -369,7 +458,11 @@ def external_loads(root: Node) -> list[str]:
         if node.tag == "link" and set(node.attrs.get("rel", "").lower().split()) & LOADED_LINKS:
             keys.append("href")
         for key in keys:
-            for target in re.split(r",\s*", node.attrs.get(key, "")) if key == "srcset" else [node.attrs.get(key, "")]:
+            for target in (
+                re.split(r",\s*", node.attrs.get(key, ""))
+                if key == "srcset"
+                else [node.attrs.get(key, "")]
+            ):
                 target = target.split()[0] if target.split() else ""
                 if target and leaves_site(target):
                     found.append(f"<{node.tag} {key}={target}>")
@@ -386,7 +479,9 @@ def check_offline(page: Path, site: Path, problems: list[str]) -> None:
     """A page fetches nothing from another host (it works offline and leaks no visit)."""
     name = page.relative_to(site).as_posix()
     for item in external_loads(parse(page.read_text(errors="replace"))):
-        problems.append(f"{name}: loads {item} from another host (serve it from _static or drop it)")
+        problems.append(
+            f"{name}: loads {item} from another host (serve it from _static or drop it)"
+        )
 
 
 #: At 390 px a figure shown at less than this fraction of its size has unreadable labels: the
@@ -397,8 +492,8 @@ MIN_PHONE_SCALE = 0.45
 
 #: MyST syntax that must never reach a reader as text: a directive fence, a role, an option line.
 DIRECTIVE_TEXT = re.compile(
-    r"(`{3,}|~{3,}|:{3,})\{[\w:-]+\}"          # ```{prf:proof}, :::{note}
-    r"|\{[a-z][\w-]*(:[\w-]+)*\}`"                # {prf:ref}`...`, {ref}`...`, {doc}`...`
+    r"(`{3,}|~{3,}|:{3,})\{[\w:-]+\}"  # ```{prf:proof}, :::{note}
+    r"|\{[a-z][\w-]*(:[\w-]+)*\}`"  # {prf:ref}`...`, {ref}`...`, {doc}`...`
     r"|(^|\n)[ \t]*:(label|class|name|nonumber|enumerated|hidden|width|align|figwidth):[ \t]"
 )
 #: Elements whose text shows code on purpose (directive syntax there is an example, not a bug).
@@ -419,16 +514,18 @@ def check_directive_text(article: Node, name: str, problems: list[str]) -> None:
     prose = visible_prose(article)
     for match in list(DIRECTIVE_TEXT.finditer(prose))[:3]:
         at = match.start()
-        context = " ".join(prose[max(0, at - 20): at + 50].split())
-        problems.append(f"{name}: MyST syntax shown as text ({match.group(0).strip()!r}): ...{context}... "
-                        "(a directive or role that did not parse: check its fence and info string)")
+        context = " ".join(prose[max(0, at - 20) : at + 50].split())
+        problems.append(
+            f"{name}: MyST syntax shown as text ({match.group(0).strip()!r}): ...{context}... "
+            "(a directive or role that did not parse: check its fence and info string)"
+        )
 
 
 def check_solutions(article: Node, name: str, problems: list[str]) -> None:
     """An exercise (sphinx-exercise) with more than one solution on the page."""
     counts: dict[str, int] = {}
     for div in article.find("div", "solution"):
-        titles = [p for p in div.find("p", "admonition-title")][:1]
+        titles = list(div.find("p", "admonition-title"))[:1]
         links = titles[0].find("a") if titles else []
         target = links[0].attrs.get("href", "?") if links else "?"
         counts[target] = counts.get(target, 0) + 1
@@ -501,7 +598,11 @@ FRAME = '<iframe id="f{width}" src="{src}" style="width:{width}px;height:900px;b
 
 
 def find_chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    return (
+        shutil.which("chromium")
+        or shutil.which("chromium-browser")
+        or shutil.which("google-chrome")
+    )
 
 
 def requested_urls(netlog: Path) -> set[str]:
@@ -529,7 +630,8 @@ def requested_urls(netlog: Path) -> set[str]:
         if event.get("type") != start or not url.startswith(("http:", "https:", "ws:", "wss:")):
             continue
         by_page = params.get("initiator") not in (None, "not an origin") or str(
-            params.get("network_isolation_key", "")).startswith("file://")
+            params.get("network_isolation_key", "")
+        ).startswith("file://")
         if by_page:
             urls.add(url)
     return urls
@@ -537,11 +639,15 @@ def requested_urls(netlog: Path) -> set[str]:
 
 def script_errors(log: str) -> list[str]:
     """Uncaught JavaScript errors in Chromium's console log (``--enable-logging=stderr``)."""
-    return [m.group(1).strip()[:160] for m in re.finditer(r'CONSOLE[:(]\d+\)?\]\s*"?(Uncaught[^"\n]*)', log)]
+    return [
+        m.group(1).strip()[:160]
+        for m in re.finditer(r'CONSOLE[:(]\d+\)?\]\s*"?(Uncaught[^"\n]*)', log)
+    ]
 
 
-def browser_check(site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH),
-                  counts: dict | None = None) -> list[str]:
+def browser_check(
+    site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH), counts: dict | None = None
+) -> list[str]:
     """Open every page in headless Chromium at each width, with no network (every other host
     resolves to nothing), and report what is wider than its box, inline formulas cut off, figures
     shrunk until unreadable on a phone, every request to another host (from the net log) and
@@ -552,26 +658,50 @@ def browser_check(site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH),
     if chromium is None:
         return ["--browser: no chromium on the PATH"]
     problems = []
-    clipped = {width: 0 for width in widths}
+    clipped = dict.fromkeys(widths, 0)
     external: set[str] = set()
     with tempfile.TemporaryDirectory() as tmp:
         for page in pages:
             wrapper = Path(tmp) / "wrapper.html"
             frames = "\n".join(FRAME.format(width=w, src=page.resolve().as_uri()) for w in widths)
-            wrapper.write_text(BROWSER_PAGE.format(frames=frames, widths=json.dumps(list(widths)),
-                                                   phone=PHONE_WIDTH, min_scale=MIN_PHONE_SCALE))
+            wrapper.write_text(
+                BROWSER_PAGE.format(
+                    frames=frames,
+                    widths=json.dumps(list(widths)),
+                    phone=PHONE_WIDTH,
+                    min_scale=MIN_PHONE_SCALE,
+                )
+            )
             netlog = Path(tmp) / "net.json"
             netlog.unlink(missing_ok=True)
             result = subprocess.run(
-                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--allow-file-access-from-files", "--disable-web-security",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-default-apps", "--no-default-browser-check", "--disable-domain-reliability",
-                 "--host-resolver-rules=MAP * ~NOTFOUND", f"--log-net-log={netlog}",
-                 "--enable-logging=stderr", "--v=0",
-                 f"--user-data-dir={tmp}/profile", "--window-size=2000,1000",
-                 "--virtual-time-budget=20000", "--dump-dom", wrapper.as_uri()],
-                capture_output=True, text=True, timeout=180,
+                [
+                    chromium,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--no-first-run",
+                    "--allow-file-access-from-files",
+                    "--disable-web-security",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--disable-default-apps",
+                    "--no-default-browser-check",
+                    "--disable-domain-reliability",
+                    "--host-resolver-rules=MAP * ~NOTFOUND",
+                    f"--log-net-log={netlog}",
+                    "--enable-logging=stderr",
+                    "--v=0",
+                    f"--user-data-dir={tmp}/profile",
+                    "--window-size=2000,1000",
+                    "--virtual-time-budget=20000",
+                    "--dump-dom",
+                    wrapper.as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=180,
             )
             name = page.relative_to(site).as_posix()
             for error in sorted(set(script_errors(result.stderr))):
@@ -579,7 +709,7 @@ def browser_check(site: Path, pages: list[Path], widths=(1400, PHONE_WIDTH),
             for url in sorted(requested_urls(netlog)):
                 external.add(url)
                 problems.append(f"{name}: requested {url} from another host")
-            match = re.search(r"RESULT(.*?)END", result.stdout, re.S)
+            match = re.search(r"RESULT(.*?)END", result.stdout, re.DOTALL)
             if match is None:
                 problems.append(f"{name}: could not be measured in Chromium")
                 continue
@@ -600,7 +730,8 @@ def main(site: Path, browser: bool | None = False) -> int:
         if not (site / f"{page}.html").is_file():
             problems.append(f"missing page {page}.html")
     pages = [
-        p for p in sorted(site.rglob("*.html"))
+        p
+        for p in sorted(site.rglob("*.html"))
         if "_static" not in p.parts and "_sources" not in p.parts
     ]
     seen: set[str] = set()
@@ -612,22 +743,34 @@ def main(site: Path, browser: bool | None = False) -> int:
     if browser is None:
         browser = find_chromium() is not None
         if not browser:
-            print("notice: browser check skipped (no chromium on the PATH; on Debian: apt-get install chromium)")
+            print(
+                "notice: browser check skipped (no chromium on the PATH; on Debian: apt-get install chromium)"
+            )
     counts: dict = {}
     if browser:
-        book_pages = [site / f"{page}.html" for page in toc_pages(toc) if (site / f"{page}.html").is_file()]
+        book_pages = [
+            site / f"{page}.html" for page in toc_pages(toc) if (site / f"{page}.html").is_file()
+        ]
         problems += browser_check(site, book_pages, counts=counts)
     for problem in problems:
         print(problem)
     if counts:
         per_width = ", ".join(f"{n} at {w} px" for w, n in counts["clipped"].items())
-        print(f"Chromium, {counts['pages']} pages: clipped or unreadable elements {per_width}; "
-              f"requests to other hosts: {counts['external']}")
-    print(f"checked {len(pages)} HTML files{' (and in Chromium)' if browser else ''}: {len(problems)} problem(s)")
+        print(
+            f"Chromium, {counts['pages']} pages: clipped or unreadable elements {per_width}; "
+            f"requests to other hosts: {counts['external']}"
+        )
+    print(
+        f"checked {len(pages)} HTML files{' (and in Chromium)' if browser else ''}: {len(problems)} problem(s)"
+    )
     return 1 if problems else 0
 
 
 if __name__ == "__main__":
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    mode = True if "--browser" in sys.argv else (None if "--browser-if-available" in sys.argv else False)
+    mode = (
+        True
+        if "--browser" in sys.argv
+        else (None if "--browser-if-available" in sys.argv else False)
+    )
     raise SystemExit(main(Path(args[0] if args else "_build/html"), browser=mode))

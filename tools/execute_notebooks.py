@@ -25,7 +25,9 @@ def strip_unused_widget_state(nb: nbformat.NotebookNode) -> bool:
     """Remove ``metadata.widgets`` when no output of ``nb`` shows a widget; True if removed."""
     shows_widgets = any(
         WIDGET_MIME in output.get("data", {})
-        for cell in nb.cells if cell.cell_type == "code" for output in cell.get("outputs", [])
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
     )
     if shows_widgets or "widgets" not in nb.metadata:
         return False
@@ -61,7 +63,10 @@ def execute(path: Path) -> float:
             cell.outputs, cell.execution_count = [], None
     start = time.perf_counter()
     NotebookClient(
-        nb, timeout=600, kernel_name="python3", record_timing=False,
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},
     ).execute()
     strip_unused_widget_state(nb)
@@ -84,6 +89,8 @@ if __name__ == "__main__":
     names = [a for a in sys.argv[1:] if not a.startswith("--")]
     for name in names:
         if "--fallbacks-only" in sys.argv:
-            print(f"{name}: {rewrite_fallbacks(Path(name))} widget fallback(s) rewritten", flush=True)
+            print(
+                f"{name}: {rewrite_fallbacks(Path(name))} widget fallback(s) rewritten", flush=True
+            )
         else:
             print(f"{name}: {execute(Path(name)):.1f} s", flush=True)

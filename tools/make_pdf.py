@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools.check_site import browser_check, find_chromium  # noqa: E402
+from tools.check_site import browser_check, find_chromium
 
 #: Width in CSS pixels of the printed text column: A4 (210 mm) less 2 x 12 mm margins at 96 px
 #: per inch is 703 px, and Chromium shrinks a page up to 4/3 to fit its widest line (937 px).
@@ -41,12 +41,26 @@ def print_pdf(page: Path, out: Path, chromium: str) -> None:
     out.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={tmp}/profile",
-             "--run-all-compositor-stages-before-draw", f"--virtual-time-budget={BUDGET_MS}",
-             "--no-pdf-header-footer", f"--print-to-pdf={out.resolve()}", page.resolve().as_uri()],
-            capture_output=True, text=True, timeout=900,
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--host-resolver-rules=MAP * ~NOTFOUND",
+                f"--user-data-dir={tmp}/profile",
+                "--run-all-compositor-stages-before-draw",
+                f"--virtual-time-budget={BUDGET_MS}",
+                "--no-pdf-header-footer",
+                f"--print-to-pdf={out.resolve()}",
+                page.resolve().as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=900,
         )
 
 
@@ -55,13 +69,19 @@ def resolve_redirect(page: Path) -> Path:
     document) with its ``_static/`` and ``_images/`` links relative to the build's top folder,
     and an ``index.html`` that redirects there; the book is copied beside ``index.html`` as
     ``book-print.html`` so that its links resolve, its ``<html>`` of class ``sxor-print``."""
-    match = re.search(r'http-equiv="Refresh"[^>]*url=([^"]+)"', page.read_text(errors="replace")[:2000], re.I)
+    match = re.search(
+        r'http-equiv="Refresh"[^>]*url=([^"]+)"',
+        page.read_text(errors="replace")[:2000],
+        re.IGNORECASE,
+    )
     if not match:
         return page
     target = page.parent / match.group(1)
     printed = page.parent / "book-print.html"
     # html.sxor-print: the screen layout takes the print rules that change widths (_static/sxor.css)
-    text = re.sub(r"<html\b", '<html class="sxor-print"', target.read_text(errors="replace"), count=1)
+    text = re.sub(
+        r"<html\b", '<html class="sxor-print"', target.read_text(errors="replace"), count=1
+    )
     printed.write_text(text)
     return printed
 
@@ -84,7 +104,9 @@ def main(page: Path, out: Path) -> int:
     if not out.is_file() or out.stat().st_size == 0:
         print(f"Chromium wrote no PDF at {out}")
         return 1
-    print(f"{out}: {page_count(out)} pages, {out.stat().st_size / 1e6:.1f} MB; {len(problems)} problem(s)")
+    print(
+        f"{out}: {page_count(out)} pages, {out.stat().st_size / 1e6:.1f} MB; {len(problems)} problem(s)"
+    )
     return 1 if problems else 0
 
 

@@ -42,7 +42,12 @@ LIST = ROOT / "tools" / "mutations.json"
 COPY = ["sxor", "tests", "tools", "benchmarks", "pyproject.toml"]
 #: Unit-test files the runner leaves out (static checks of the notebooks, not of the package).
 #: Checks of the book, the site and the packaging, not unit tests of the core modules.
-IGNORE = ["tests/test_notebooks.py", "tests/test_site.py", "tests/test_package_data.py", "tests/test_portability.py"]
+IGNORE = [
+    "tests/test_notebooks.py",
+    "tests/test_site.py",
+    "tests/test_package_data.py",
+    "tests/test_portability.py",
+]
 
 
 def load(path: Path = LIST) -> list[dict]:
@@ -84,17 +89,36 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
-def run_tests(where: Path, timeout: float, python: str = sys.executable,
-              tests: list[str] | None = None) -> tuple[str, float, str]:
+def run_tests(
+    where: Path, timeout: float, python: str = sys.executable, tests: list[str] | None = None
+) -> tuple[str, float, str]:
     """Run the unit tests in ``where`` (only the files ``tests`` when given); return ``(outcome,
     seconds, last line of output)`` with outcome ``passed``, ``failed``, ``error`` (collection or
     import error) or ``timeout``."""
-    cmd = [python, "-m", "pytest", *(tests or ["tests"]), "-x", "-q", "-p", "no:xdist", "-p", "no:cacheprovider"]
+    cmd = [
+        python,
+        "-m",
+        "pytest",
+        *(tests or ["tests"]),
+        "-x",
+        "-q",
+        "-p",
+        "no:xdist",
+        "-p",
+        "no:cacheprovider",
+    ]
     cmd += [f"--ignore={p}" for p in IGNORE]
-    env = {**os.environ, "PYTHONPATH": str(where), "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(where),
+        "TQDM_DISABLE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=where, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            cmd, cwd=where, env=env, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         return "timeout", time.perf_counter() - start, f"no result within {timeout:.0f} s"
     seconds = time.perf_counter() - start
@@ -121,20 +145,32 @@ def run_mutant(mu: dict, timeout: float, tests: list[str] | None = None) -> dict
 def select(mutations: list[dict], only: list[str] | None, everything: bool) -> list[dict]:
     chosen = [mu for mu in mutations if everything or not mu["equivalent"]]
     if only:
-        chosen = [mu for mu in chosen if any(word == mu["id"] or word in mu["file"] for word in only)]
+        chosen = [
+            mu for mu in chosen if any(word == mu["id"] or word in mu["file"] for word in only)
+        ]
     return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", help="mutation ids, or words of the file path, to run")
-    parser.add_argument("--all", action="store_true", help="also run the mutations flagged equivalent")
+    parser.add_argument(
+        "--all", action="store_true", help="also run the mutations flagged equivalent"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
-    parser.add_argument("--list", action="store_true", help="list the mutations and check the snippets")
-    parser.add_argument("--no-baseline", action="store_true", help="skip the run on the unmutated copy")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds per mutant (default 300)"
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="list the mutations and check the snippets"
+    )
+    parser.add_argument(
+        "--no-baseline", action="store_true", help="skip the run on the unmutated copy"
+    )
     parser.add_argument("--json", type=Path, help="write the per-mutant records to this file")
-    parser.add_argument("--tests", nargs="+", help="run only these test files (the score is then a lower bound)")
+    parser.add_argument(
+        "--tests", nargs="+", help="run only these test files (the score is then a lower bound)"
+    )
     args = parser.parse_args(argv)
 
     mutations = load()
@@ -145,8 +181,10 @@ def main(argv: list[str] | None = None) -> int:
             problems += why is not None
             flag = "equivalent " if mu["equivalent"] else ""
             print(f"{mu['id']:28s} {mu['file']:30s} {flag}{why or 'ok'}")
-        print(f"{len(mutations)} mutations, {sum(mu['equivalent'] for mu in mutations)} flagged equivalent, "
-              f"{problems} stale")
+        print(
+            f"{len(mutations)} mutations, {sum(mu['equivalent'] for mu in mutations)} flagged equivalent, "
+            f"{problems} stale"
+        )
         return 1 if problems else 0
 
     start = time.perf_counter()
@@ -166,11 +204,16 @@ def main(argv: list[str] | None = None) -> int:
         for job in futures.as_completed(jobs):
             rec = job.result()
             records.append(rec)
-            mark = {"failed": "killed", "timeout": "killed", "error": "killed"}.get(rec["outcome"], rec["outcome"])
+            mark = {"failed": "killed", "timeout": "killed", "error": "killed"}.get(
+                rec["outcome"], rec["outcome"]
+            )
             if rec["outcome"] == "passed":
                 mark = "SURVIVED" if not rec["equivalent"] else "survived (equivalent)"
-            print(f"[{len(records):3d}/{len(chosen)}] {mark:22s} {rec['id']:28s} {rec['seconds']:6.1f} s  "
-                  f"{rec['detail'][:90]}", flush=True)
+            print(
+                f"[{len(records):3d}/{len(chosen)}] {mark:22s} {rec['id']:28s} {rec['seconds']:6.1f} s  "
+                f"{rec['detail'][:90]}",
+                flush=True,
+            )
 
     counted = [r for r in records if not r["equivalent"]]
     killed = [r for r in counted if r["outcome"] in ("failed", "timeout", "error")]
@@ -179,13 +222,17 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - start
     print()
     for r in survived:
-        print(f"SURVIVED {r['id']}: {r['file']}: {r['original']!r} -> {r['mutated']!r} ({r['reason']})")
+        print(
+            f"SURVIVED {r['id']}: {r['file']}: {r['original']!r} -> {r['mutated']!r} ({r['reason']})"
+        )
     for r in broken:
         print(f"STALE {r['id']}: {r['detail']}")
     score = len(killed) / len(counted) if counted else float("nan")
-    print(f"mutation score: {len(killed)}/{len(counted)} non-equivalent mutants killed ({score:.0%}); "
-          f"{len(survived)} survived, {len(broken)} stale, "
-          f"{sum(mu['equivalent'] for mu in mutations)} flagged equivalent; wall time {wall:.0f} s")
+    print(
+        f"mutation score: {len(killed)}/{len(counted)} non-equivalent mutants killed ({score:.0%}); "
+        f"{len(survived)} survived, {len(broken)} stale, "
+        f"{sum(mu['equivalent'] for mu in mutations)} flagged equivalent; wall time {wall:.0f} s"
+    )
     if args.json:
         args.json.write_text(json.dumps(sorted(records, key=lambda r: r["id"]), indent=1) + "\n")
     return 1 if survived or broken else 0

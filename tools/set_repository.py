@@ -20,7 +20,9 @@ PLACEHOLDER = "https://github.com/sxor-notes/sxor-book"
 
 
 def current_url() -> str:
-    match = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (ROOT / "_config.yml").read_text(), re.M)
+    match = re.search(
+        r"^repository:\s*\n\s+url:\s*(\S+)", (ROOT / "_config.yml").read_text(), re.MULTILINE
+    )
     if match is None:
         raise SystemExit("_config.yml has no repository.url")
     return match.group(1)
@@ -50,8 +52,10 @@ def set_url(url: str) -> int:
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[1] == "--check":
         if current_url() == PLACEHOLDER:
-            print(f"note: the repository URL is still the placeholder {PLACEHOLDER}; "
-                  "before publishing run `python tools/set_repository.py https://github.com/OWNER/NAME`")
+            print(
+                f"note: the repository URL is still the placeholder {PLACEHOLDER}; "
+                "before publishing run `python tools/set_repository.py https://github.com/OWNER/NAME`"
+            )
         return 0
     if len(argv) != 2:
         print(__doc__)

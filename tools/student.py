@@ -30,7 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 
 #: The opening line of a MyST directive: a fence of 3 or more backticks or colons, then ``{name}``.
-OPENING = re.compile(r"^\s{0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z0-9_:-]+)\}(?P<argument>.*)$")
+OPENING = re.compile(
+    r"^\s{0,3}(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z0-9_:-]+)\}(?P<argument>.*)$"
+)
 #: Directives this tool removes, and the ones whose text it must keep.
 SOLUTION, SOLUTION_START, SOLUTION_END = "solution", "solution-start", "solution-end"
 EXERCISES = ("exercise", "exercise-start")
@@ -89,7 +91,9 @@ def strip_solutions(text: str, gated: bool = False) -> tuple[str, bool]:
                 gated = False
                 continue
             if name == SOLUTION_START:
-                raise ValueError(f"{{solution-start}} inside a gated solution: {lines[index].strip()!r}")
+                raise ValueError(
+                    f"{{solution-start}} inside a gated solution: {lines[index].strip()!r}"
+                )
             index += 1  # a line of the solution
             continue
         if name == SOLUTION:
@@ -98,7 +102,9 @@ def strip_solutions(text: str, gated: bool = False) -> tuple[str, bool]:
             index = block_end(lines, index, match["fence"]) + 1
             gated = True
         elif name == SOLUTION_END:
-            raise ValueError(f"{{solution-end}} without a {{solution-start}}: {lines[index].strip()!r}")
+            raise ValueError(
+                f"{{solution-end}} without a {{solution-start}}: {lines[index].strip()!r}"
+            )
         else:
             kept.append(lines[index])
             index += 1
@@ -162,7 +168,7 @@ def directive_labels(nb: nbformat.NotebookNode, names: tuple[str, ...]) -> list[
             if not match or match["name"] not in names:
                 continue
             label = match["argument"].strip()
-            for option in lines[index + 1:]:
+            for option in lines[index + 1 :]:
                 if not option.startswith(":"):
                     break
                 if option.startswith(":label:"):
@@ -211,10 +217,15 @@ def write_student_edition(notebooks: list[Path], out: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "student",
-                        help="folder for the student notebooks (default: _build/student)")
-    parser.add_argument("notebooks", nargs="*", type=Path,
-                        help="notebooks under book/ (default: all of them)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "_build" / "student",
+        help="folder for the student notebooks (default: _build/student)",
+    )
+    parser.add_argument(
+        "notebooks", nargs="*", type=Path, help="notebooks under book/ (default: all of them)"
+    )
     args = parser.parse_args(argv)
     notebooks = args.notebooks or book_notebooks()
     written = write_student_edition(notebooks, args.out)

@@ -19,8 +19,8 @@ import math
 import numbers
 import pkgutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -53,9 +53,14 @@ class Experiment:
 REGISTRY: dict[str, Experiment] = {}
 
 
-def register(name: str, description: str, plot: Callable[[dict], object] | None = None,
-             compare_keys: Sequence[str] | None = None, compare_tol: float = 1e-9,
-             compare_prefix: Sequence[str] = ()):
+def register(
+    name: str,
+    description: str,
+    plot: Callable[[dict], object] | None = None,
+    compare_keys: Sequence[str] | None = None,
+    compare_tol: float = 1e-9,
+    compare_prefix: Sequence[str] = (),
+):
     """Decorator registering an experiment's ``run(size, device) -> (params, records)``.
 
     Parameters
@@ -80,7 +85,9 @@ def register(name: str, description: str, plot: Callable[[dict], object] | None 
 
     def wrap(fn):
         keys = tuple(compare_keys) if compare_keys is not None else None
-        REGISTRY[name] = Experiment(name, description, fn, plot, keys, float(compare_tol), tuple(compare_prefix))
+        REGISTRY[name] = Experiment(
+            name, description, fn, plot, keys, float(compare_tol), tuple(compare_prefix)
+        )
         return fn
 
     return wrap
@@ -149,7 +156,12 @@ def run(name: str, size: str = "ci", device: torch.device | str | None = None) -
     wall = time.perf_counter() - start
     meta = provenance(device, command=f"python -m sxor run {name} --size {size}")
     meta["wall_seconds"] = round(wall, 1)
-    return {"experiment": name, "params": {"size": size, **params}, "records": records, "meta": meta}
+    return {
+        "experiment": name,
+        "params": {"size": size, **params},
+        "records": records,
+        "meta": meta,
+    }
 
 
 @dataclass(frozen=True)
@@ -171,8 +183,10 @@ class Comparison:
         return self.shared > 0 and not self.problems and self.max_difference < self.tol
 
     def __str__(self) -> str:
-        text = (f"CI run vs committed full run: {self.shared} shared cells, "
-                f"largest difference {bound(self.max_difference, self.tol)}")
+        text = (
+            f"CI run vs committed full run: {self.shared} shared cells, "
+            f"largest difference {bound(self.max_difference, self.tol)}"
+        )
         if self.problems:
             text += "; DISAGREES: " + "; ".join(self.problems[:3])
         return text
@@ -188,15 +202,22 @@ def _check_tol(tol) -> float:
 
 def _records(run: dict, which: str) -> list:
     if not isinstance(run, dict) or "records" not in run:
-        raise ValueError(f"the {which} run has no 'records' (a results dict as returned by sxor.experiments.run)")
+        raise ValueError(
+            f"the {which} run has no 'records' (a results dict as returned by sxor.experiments.run)"
+        )
     records = run["records"]
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
         raise ValueError(f"the {which} run's 'records' must be a list of dicts")
     return records
 
 
-def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float | None = None,
-            prefix: Sequence[str] | None = None) -> Comparison:
+def compare(
+    ci: dict,
+    full: dict,
+    keys: Sequence[str] | None = None,
+    tol: float | None = None,
+    prefix: Sequence[str] | None = None,
+) -> Comparison:
     """Compare a CI run with the committed full run on the records they share.
 
     Records are matched by the exact values of ``keys``. Every other field of matched records is
@@ -246,7 +267,9 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
     if keys is None:
         keys = registered.compare_keys if registered is not None else None
         if keys is None:
-            raise ValueError(f"experiment {ci.get('experiment')!r} registers no compare_keys: pass keys")
+            raise ValueError(
+                f"experiment {ci.get('experiment')!r} registers no compare_keys: pass keys"
+            )
     if isinstance(keys, str) or not all(isinstance(k, str) for k in keys):
         raise TypeError(f"keys must be a sequence of field names, got {keys!r}")
     keys = tuple(keys)
@@ -266,7 +289,9 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
             raise ValueError(f"a record of the {which} run lacks the key fields {missing}")
         values = tuple(record[k] for k in keys)
         if any(isinstance(v, float) for v in values):
-            raise ValueError(f"comparison keys {list(keys)} must be exact (int or str), got {values}")
+            raise ValueError(
+                f"comparison keys {list(keys)} must be exact (int or str), got {values}"
+            )
         return values
 
     index: dict[tuple, dict] = {}
@@ -283,7 +308,9 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
             raise ValueError(f"two records of the CI run share the key {dict(zip(keys, k))}")
         seen.add(k)
         if k not in index:
-            raise ValueError(f"the CI record {dict(zip(keys, k))} has no partner in the committed run")
+            raise ValueError(
+                f"the CI record {dict(zip(keys, k))} has no partner in the committed run"
+            )
         other = index[k]
         for field in sorted(set(rec) | set(other), key=str):
             if field in keys:
@@ -291,8 +318,12 @@ def compare(ci: dict, full: dict, keys: Sequence[str] | None = None, tol: float 
             if field not in rec or field not in other:
                 why = f"only in the {'CI' if field in rec else 'full'} run"
                 diff = math.inf
-            elif (field in prefix and isinstance(rec[field], list) and isinstance(other[field], list)
-                  and len(rec[field]) <= len(other[field])):
+            elif (
+                field in prefix
+                and isinstance(rec[field], list)
+                and isinstance(other[field], list)
+                and len(rec[field]) <= len(other[field])
+            ):
                 diff, why = _difference(rec[field], other[field][: len(rec[field])])
             else:
                 diff, why = _difference(rec[field], other[field])
@@ -311,7 +342,9 @@ def _difference(a, b) -> tuple[float, str | None]:
         return (0.0, None) if same else (math.inf, f"{a!r} against {b!r}")
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
         if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
-            return math.inf, f"a list against {b!r}" if isinstance(a, (list, tuple)) else f"{a!r} against a list"
+            return math.inf, f"a list against {b!r}" if isinstance(
+                a, (list, tuple)
+            ) else f"{a!r} against a list"
         if len(a) != len(b):
             return math.inf, f"lists of lengths {len(a)} and {len(b)}"
         worst, why = 0.0, None

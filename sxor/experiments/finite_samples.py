@@ -35,7 +35,7 @@ from . import register, size_config
 #: The step size ``eta = 10^12`` of the one-step experiment: the ``eta -> infinity`` limit of the step.
 ONE_STEP_ETA = 1e12
 #: Ratio of consecutive sample sizes of the one-step grid.
-GRID_RATIO = 2 ** 0.25
+GRID_RATIO = 2**0.25
 #: Samples per block of the streamed gradient (fixed, so that every run sums in the same order).
 BLOCK = 2048
 
@@ -49,13 +49,15 @@ def embedding_dim(d: int) -> int:
     """``m = round(2 log2 d) + 4``: grows like ``log d`` and stays below ``d`` for every ``d >= 12``."""
     if int(d) != d or d < 12:
         raise ValueError(f"d must be an integer >= 12 (so that m < d), got d={d}")
-    return int(round(2 * math.log2(d))) + 4
+    return round(2 * math.log2(d)) + 4
 
 
 def stream_key(d: int, instance: int) -> int:
     """The key of the sample stream of instance ``instance`` at dimension ``d``: ``d * 2^20 + instance``."""
     if not (0 <= instance < 2**20 and 1 <= d < 2**12):
-        raise ValueError(f"need 0 <= instance < 2^20 and 1 <= d < 2^12, got d={d}, instance={instance}")
+        raise ValueError(
+            f"need 0 <= instance < 2^20 and 1 <= d < 2^12, got d={d}, instance={instance}"
+        )
     return d * 2**20 + instance
 
 
@@ -64,7 +66,7 @@ def n_grid(d: int, max_n: int) -> list[int]:
     if int(d) != d or d < 1 or max_n < d:
         raise ValueError(f"need an integer d >= 1 and max_n >= d, got d={d}, max_n={max_n}")
     out, k = [], 0
-    while (n := int(round(d * GRID_RATIO**k))) <= max_n:
+    while (n := round(d * GRID_RATIO**k)) <= max_n:
         if not out or n > out[-1]:
             out.append(n)
         k += 1
@@ -83,14 +85,18 @@ def one_step_modes(
     """Outcome codes (:data:`sxor.xor.metrics.FAILURE_MODES`, 0 = success) of one empirical step
     of size ``eta`` from ``(theta0, -theta0)`` on the first ``n`` samples of each instance's
     stream, for each ``n`` in ``ns``: ``[len(ns), S]``, judged by the population criterion."""
-    grad, grad_tilde = stream_empirical_grads(keys, ns, V, theta0, -theta0, support, kind, block=BLOCK)
+    grad, grad_tilde = stream_empirical_grads(
+        keys, ns, V, theta0, -theta0, support, kind, block=BLOCK
+    )
     phi = attention_kind(kind)
     att = phi.weights(scores(V, theta0 - eta * grad))
     att_tilde = phi.weights(scores(V, -theta0 - eta * grad_tilde))
     return failure_modes(loss_from_weights(att, att_tilde, support), att, att_tilde, support)
 
 
-def population_modes(V, theta0, support, eta: float = ONE_STEP_ETA, kind: str = "softmax") -> torch.Tensor:
+def population_modes(
+    V, theta0, support, eta: float = ONE_STEP_ETA, kind: str = "softmax"
+) -> torch.Tensor:
     """Outcome codes of the *population* step at the same ``eta`` (the ``n -> infinity`` limit), ``[S]``."""
     pop = one_step(V, theta0, support, eta, kind)
     return failure_modes(pop.loss, pop.attention, pop.attention_tilde, support)
@@ -100,8 +106,11 @@ def _chunk(d: int) -> int:
     return max(1, 2**23 // (BLOCK * d))
 
 
-@register("finite-samples", "one empirical step on nested samples: per-instance n*, m = 2 log2 d + 4",
-          plot=lambda r: plot_n_star(r))
+@register(
+    "finite-samples",
+    "one empirical step on nested samples: per-instance n*, m = 2 log2 d + 4",
+    plot=lambda r: plot_n_star(r),  # noqa: PLW0108 (plot_n_star is defined below)
+)
 def run_finite_samples(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, SIZES)
     records = []
@@ -121,12 +130,26 @@ def run_finite_samples(size: str, device: torch.device) -> tuple[dict, list[dict
             keys = torch.tensor([stream_key(d, k) for k in idx], device=device)
             codes = one_step_modes(inst.V[idx], inst.theta0[idx], inst.support[idx], keys, ns)
             for j, k in enumerate(idx):
-                records.append({
-                    "d": d, "m": m, "instance": k, "D": float(D[k]), "rho": float(rho[k]),
-                    "population_mode": int(pop[k]), "n": ns, "mode": codes[:, j].tolist(),
-                })
-    params = {"d": cfg["d"], "instances": cfg["instances"], "max_n_over_d2": cfg["max_n_over_d2"],
-              "m_rule": "round(2 log2 d) + 4", "eta": ONE_STEP_ETA, "grid_ratio": "2^(1/4)"}
+                records.append(
+                    {
+                        "d": d,
+                        "m": m,
+                        "instance": k,
+                        "D": float(D[k]),
+                        "rho": float(rho[k]),
+                        "population_mode": int(pop[k]),
+                        "n": ns,
+                        "mode": codes[:, j].tolist(),
+                    }
+                )
+    params = {
+        "d": cfg["d"],
+        "instances": cfg["instances"],
+        "max_n_over_d2": cfg["max_n_over_d2"],
+        "m_rule": "round(2 log2 d) + 4",
+        "eta": ONE_STEP_ETA,
+        "grid_ratio": "2^(1/4)",
+    }
     return params, records
 
 
@@ -206,8 +229,13 @@ def _bootstrap_power_law(ds: list[int], sizes: dict[int, int], statistic, num: i
     return np.asarray(values), exponents, undefined
 
 
-def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 1000, seed: int = 0,
-                       cap: dict[int, float] | None = None) -> dict:
+def bootstrap_exponent(
+    table: dict[int, np.ndarray],
+    q: float = 0.5,
+    num: int = 1000,
+    seed: int = 0,
+    cap: dict[int, float] | None = None,
+) -> dict:
     """Quantile ``q`` of ``n*`` at each ``d``, its fitted exponent in ``d``, and percentile (2.5%,
     97.5%) bootstrap intervals, resampling the instances of each ``d`` with replacement.
 
@@ -228,17 +256,30 @@ def bootstrap_exponent(table: dict[int, np.ndarray], q: float = 0.5, num: int = 
         table = {d: np.minimum(np.asarray(table[d], dtype=float), cap[d]) for d in ds}
     point = [censored_quantile(table[d], q) for d in ds]
     if not np.isfinite(point).all():
-        raise ValueError(f"the {q:.0%} quantile of n* is censored at some d: {dict(zip(ds, point))}")
+        raise ValueError(
+            f"the {q:.0%} quantile of n* is censored at some d: {dict(zip(ds, point))}"
+        )
     p, c = fit_power_law(ds, point)
     boot_q, boot_p, undefined = _bootstrap_power_law(
-        ds, {d: len(table[d]) for d in ds}, lambda d, idx: censored_quantile(table[d][idx], q), num, seed)
+        ds,
+        {d: len(table[d]) for d in ds},
+        lambda d, idx: censored_quantile(table[d][idx], q),
+        num,
+        seed,
+    )
     out = {
-        "d": ds, "q": q, "quantile": point, "exponent": p, "constant": c,
+        "d": ds,
+        "q": q,
+        "quantile": point,
+        "exponent": p,
+        "constant": c,
         # percentiles without interpolation: a censored (inf) resample stays inf instead of nan
         "quantile_low": np.percentile(boot_q, 2.5, axis=0, method="inverted_cdf").tolist(),
         "quantile_high": np.percentile(boot_q, 97.5, axis=0, method="inverted_cdf").tolist(),
-        "exponent_low": float(np.percentile(boot_p, 2.5)), "exponent_high": float(np.percentile(boot_p, 97.5)),
-        "resamples": num, "undefined": undefined,
+        "exponent_low": float(np.percentile(boot_p, 2.5)),
+        "exponent_high": float(np.percentile(boot_p, 97.5)),
+        "resamples": num,
+        "undefined": undefined,
     }
     if cap is not None:
         caps = np.asarray([cap[d] for d in ds])
@@ -273,7 +314,7 @@ def last_failure_modes(records: list[dict]) -> dict[int, dict[str, int]]:
         if r["population_mode"] != 0:
             continue
         modes = [c for c in r["mode"] if c != 0]
-        counts = out.setdefault(r["d"], {name: 0 for name in FAILURE_MODES[1:]})
+        counts = out.setdefault(r["d"], dict.fromkeys(FAILURE_MODES[1:], 0))
         if modes:
             fails = [i for i, c in enumerate(r["mode"]) if c != 0]
             counts[FAILURE_MODES[r["mode"][fails[-1]]]] += 1
@@ -298,7 +339,11 @@ def n_star_by_split(records: list[dict], bins: int = 4) -> list[dict]:
     ``n* / d^2``. If the split of the heads (the sign of ``D``) limits one step, the median of
     ``n* / d^2`` falls like ``1 / (m D^2)`` from group to group; if beating the non-targets does,
     it does not depend on ``D``."""
-    rows = [(r["m"] * r["D"] ** 2, n_star(r) / r["d"] ** 2) for r in records if r["population_mode"] == 0]
+    rows = [
+        (r["m"] * r["D"] ** 2, n_star(r) / r["d"] ** 2)
+        for r in records
+        if r["population_mode"] == 0
+    ]
     if len(rows) < bins:
         raise ValueError(f"need at least {bins} instances, got {len(rows)}")
     rows.sort()
@@ -306,9 +351,16 @@ def n_star_by_split(records: list[dict], bins: int = 4) -> list[dict]:
     for group in np.array_split(np.arange(len(rows)), bins):
         md2 = np.array([rows[i][0] for i in group])
         ns = np.array([rows[i][1] for i in group])
-        out.append({"mD2_low": float(md2.min()), "mD2_high": float(md2.max()), "mD2_median": float(np.median(md2)),
-                    "instances": len(group), "censored": int(np.isinf(ns).sum()),
-                    "median_n_over_d2": censored_quantile(ns, 0.5)})
+        out.append(
+            {
+                "mD2_low": float(md2.min()),
+                "mD2_high": float(md2.max()),
+                "mD2_median": float(np.median(md2)),
+                "instances": len(group),
+                "censored": int(np.isinf(ns).sum()),
+                "median_n_over_d2": censored_quantile(ns, 0.5),
+            }
+        )
     return out
 
 
@@ -325,8 +377,13 @@ def plot_modes(results: dict, ds: tuple[int, ...] | None = None):
     colors = {"success": "C2", "off_target": "C3", "same_target": "C0", "under_stepped": "C7"}
     for ax, d in zip(axes[0], ds):
         ns, frac = mode_fractions_by_n(results["records"], d)
-        ax.stackplot(ns / d**2, frac.T, labels=[name.replace("_", " ") for name in FAILURE_MODES],
-                     colors=[colors[name] for name in FAILURE_MODES], alpha=0.85)
+        ax.stackplot(
+            ns / d**2,
+            frac.T,
+            labels=[name.replace("_", " ") for name in FAILURE_MODES],
+            colors=[colors[name] for name in FAILURE_MODES],
+            alpha=0.85,
+        )
         ax.set_xscale("log")
         ax.set_xlim(ns[0] / d**2, ns[-1] / d**2)
         ax.set_ylim(0, 1)
@@ -352,7 +409,9 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
         ax.plot(ds[ok], qs[ok], "o-", color=f"C{i}", label=f"{q:.0%} quantile of $n^*$")
         if ok.all():
             fit = bootstrap_exponent(table, q, num=200)
-            high = np.where(np.isfinite(fit["quantile_high"]), fit["quantile_high"], np.nan)  # censored: no band
+            high = np.where(
+                np.isfinite(fit["quantile_high"]), fit["quantile_high"], np.nan
+            )  # censored: no band
             ax.fill_between(ds, fit["quantile_low"], high, color=f"C{i}", alpha=0.2, lw=0)
     ax.plot(ds, ds**2, "k--", lw=1, label="$d^2$")
     ax.set_xscale("log", base=2)
@@ -362,6 +421,8 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)  # below the axes
     fig.tight_layout()
     return fig
+
+
 #: Step sizes of the SGD scan, as natural steps ``lambda = eta / (d^2 M(1)^2)`` (exact decimals): 1/256 ... 1/8.
 SGD_LAMBDAS = (0.00390625, 0.0078125, 0.015625, 0.03125, 0.0625, 0.125)
 #: Batch sizes of the SGD scan per unit step, ``B / (lambda d)``: the noise level of a step.
@@ -373,9 +434,18 @@ SGD_TARGET = 0.8
 SGD_STEP_RULE = {"max_steps": 512, "min_steps": 64, "natural_time": 4, "max_samples_over_d": 128}
 
 SGD_SIZES = {
-    "ci": {"d": [16, 32], "instances": 16, "lambdas": [0.015625, 0.03125], "batch_per_step": [2, 8]},
-    "full": {"d": [16, 32, 64, 128], "instances": 40, "lambdas": list(SGD_LAMBDAS),
-             "batch_per_step": list(SGD_BATCH_PER_STEP)},
+    "ci": {
+        "d": [16, 32],
+        "instances": 16,
+        "lambdas": [0.015625, 0.03125],
+        "batch_per_step": [2, 8],
+    },
+    "full": {
+        "d": [16, 32, 64, 128],
+        "instances": 40,
+        "lambdas": list(SGD_LAMBDAS),
+        "batch_per_step": list(SGD_BATCH_PER_STEP),
+    },
 }
 
 #: Stage 2 (``finite-samples-sgd-refine``): 200 instances (the first 40 are the scan's) at the
@@ -385,13 +455,30 @@ SGD_REFINE_SIZES = {
     # from the committed scan: its optimum (lambda*, c*) and (lambda*/2, c*), (2 lambda*, c*), and the
     # neighbouring c at lambda* (where the optimum's batch is 1 there is no smaller batch); at d = 64
     # and 128, where these points put the optimum at lambda*/2, also lambda*/4
-    "full": {"d": [16, 32, 64, 128], "instances": 200, "configs": {
-        16: [(0.015625, 2), (0.03125, 2), (0.03125, 4), (0.0625, 2)],
-        32: [(0.00390625, 2), (0.0078125, 2), (0.0078125, 8), (0.015625, 2)],
-        64: [(0.001953125, 8), (0.00390625, 8), (0.0078125, 4), (0.0078125, 8), (0.0078125, 16),
-             (0.015625, 8)],
-        128: [(0.00390625, 16), (0.0078125, 16), (0.015625, 8), (0.015625, 16), (0.015625, 32),
-              (0.03125, 16)]}},
+    "full": {
+        "d": [16, 32, 64, 128],
+        "instances": 200,
+        "configs": {
+            16: [(0.015625, 2), (0.03125, 2), (0.03125, 4), (0.0625, 2)],
+            32: [(0.00390625, 2), (0.0078125, 2), (0.0078125, 8), (0.015625, 2)],
+            64: [
+                (0.001953125, 8),
+                (0.00390625, 8),
+                (0.0078125, 4),
+                (0.0078125, 8),
+                (0.0078125, 16),
+                (0.015625, 8),
+            ],
+            128: [
+                (0.00390625, 16),
+                (0.0078125, 16),
+                (0.015625, 8),
+                (0.015625, 16),
+                (0.015625, 32),
+                (0.03125, 16),
+            ],
+        },
+    },
 }
 
 
@@ -402,17 +489,20 @@ def sgd_steps(lam: float, batch: int, d: int, rule: dict | None = None) -> int:
     rule = SGD_STEP_RULE if rule is None else rule
     if not lam > 0 or int(batch) != batch or batch < 0:
         raise ValueError(f"need lam > 0 and an integer batch >= 0, got lam={lam}, batch={batch}")
-    steps = min(rule["max_steps"], max(rule["min_steps"], math.ceil(rule["natural_time"] / lam - 1e-9)))
+    steps = min(
+        rule["max_steps"], max(rule["min_steps"], math.ceil(rule["natural_time"] / lam - 1e-9))
+    )
     return steps if batch == 0 else min(steps, rule["max_samples_over_d"] * d // batch)
 
 
 def sgd_batch(lam: float, c: float, d: int) -> int:
     """The batch ``B = max(1, round(c lam d))`` of noise level ``c`` at the natural step ``lam``."""
-    return max(1, int(round(c * lam * d)))
+    return max(1, round(c * lam * d))
 
 
-def sgd_configs(d: int, lambdas=SGD_LAMBDAS, batch_per_step=SGD_BATCH_PER_STEP,
-                rule: dict | None = None) -> list[tuple[float, int, int]]:
+def sgd_configs(
+    d: int, lambdas=SGD_LAMBDAS, batch_per_step=SGD_BATCH_PER_STEP, rule: dict | None = None
+) -> list[tuple[float, int, int]]:
     """The scanned ``(lambda, batch, steps)`` at ``d``: every ``lambda`` with every batch
     :func:`sgd_batch`, for :func:`sgd_steps` steps; a batch that two ``c`` round to is run once."""
     out = []
@@ -437,18 +527,44 @@ def _sgd_records(d: int, instances: int, configs, device) -> list[dict]:
     records = []
     for lam in sorted({lam for lam, _, _ in configs}):
         steps = sgd_steps(lam, 0, d)
-        pop = population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, lam * d * d * M * M, steps)
-        records.append({"d": d, "m": m, "config": f"population, lambda={lam:g}", "lambda": lam, "batch": 0,
-                        "steps": steps, "first_success": first_success(pop.success).tolist()})
+        pop = population_descent(
+            inst.V, inst.theta0, -inst.theta0, inst.support, lam * d * d * M * M, steps
+        )
+        records.append(
+            {
+                "d": d,
+                "m": m,
+                "config": f"population, lambda={lam:g}",
+                "lambda": lam,
+                "batch": 0,
+                "steps": steps,
+                "first_success": first_success(pop.success).tolist(),
+            }
+        )
     for lam, batch, steps in progress(configs, desc=f"d={d}"):
-        run = minibatch_sgd(inst.V, inst.theta0, inst.support, lam * d * d * M * M, batch, steps, keys=keys)
-        records.append({"d": d, "m": m, "config": f"SGD, lambda={lam:g}, B={batch}", "lambda": lam,
-                        "batch": batch, "steps": steps, "first_success": first_success(run.success).tolist()})
+        run = minibatch_sgd(
+            inst.V, inst.theta0, inst.support, lam * d * d * M * M, batch, steps, keys=keys
+        )
+        records.append(
+            {
+                "d": d,
+                "m": m,
+                "config": f"SGD, lambda={lam:g}, B={batch}",
+                "lambda": lam,
+                "batch": batch,
+                "steps": steps,
+                "first_success": first_success(run.success).tolist(),
+            }
+        )
     return records
 
 
-@register("finite-samples-sgd", "mini-batch SGD: scan of batch size and step size, samples to 80% success",
-          plot=lambda r: plot_sgd(r), compare_prefix=("first_success",))
+@register(
+    "finite-samples-sgd",
+    "mini-batch SGD: scan of batch size and step size, samples to 80% success",
+    plot=lambda r: plot_sgd(r),  # noqa: PLW0108 (plot_sgd is defined below)
+    compare_prefix=("first_success",),
+)
 def run_sgd(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """At each ``d`` (``m = round(2 log2 d) + 4``) and each natural step ``lambda``
     (``eta = lambda d^2 M(1)^2``): population gradient descent (the control, ``batch = 0``) and
@@ -457,9 +573,18 @@ def run_sgd(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, SGD_SIZES)
     records = []
     for d in cfg["d"]:
-        records += _sgd_records(d, cfg["instances"], sgd_configs(d, cfg["lambdas"], cfg["batch_per_step"]), device)
-    params = {"d": cfg["d"], "instances": cfg["instances"], **SGD_STEP_RULE, "m_rule": "round(2 log2 d) + 4",
-              "lambdas": list(cfg["lambdas"]), "batch_per_step": list(cfg["batch_per_step"]), "target": SGD_TARGET}
+        records += _sgd_records(
+            d, cfg["instances"], sgd_configs(d, cfg["lambdas"], cfg["batch_per_step"]), device
+        )
+    params = {
+        "d": cfg["d"],
+        "instances": cfg["instances"],
+        **SGD_STEP_RULE,
+        "m_rule": "round(2 log2 d) + 4",
+        "lambdas": list(cfg["lambdas"]),
+        "batch_per_step": list(cfg["batch_per_step"]),
+        "target": SGD_TARGET,
+    }
     return params, records
 
 
@@ -473,8 +598,12 @@ def refine_configs(d: int, stencil) -> list[tuple[float, int, int]]:
     return out
 
 
-@register("finite-samples-sgd-refine", "mini-batch SGD, 200 instances at the scan's optimum and its neighbours",
-          plot=lambda r: plot_sgd(r), compare_prefix=("first_success",))
+@register(
+    "finite-samples-sgd-refine",
+    "mini-batch SGD, 200 instances at the scan's optimum and its neighbours",
+    plot=lambda r: plot_sgd(r),  # noqa: PLW0108 (plot_sgd is defined below)
+    compare_prefix=("first_success",),
+)
 def run_sgd_refine(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Stage 2 of the SGD measurement: the runs of :func:`run_sgd` (same instances, streams and step
     rule, more instances) at the points ``(lambda, c)`` of :data:`SGD_REFINE_SIZES` at each ``d``."""
@@ -482,8 +611,14 @@ def run_sgd_refine(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     records = []
     for d in cfg["d"]:
         records += _sgd_records(d, cfg["instances"], refine_configs(d, cfg["configs"][d]), device)
-    params = {"d": cfg["d"], "instances": cfg["instances"], **SGD_STEP_RULE, "m_rule": "round(2 log2 d) + 4",
-              "configs": {str(d): [list(p) for p in cfg["configs"][d]] for d in cfg["d"]}, "target": SGD_TARGET}
+    params = {
+        "d": cfg["d"],
+        "instances": cfg["instances"],
+        **SGD_STEP_RULE,
+        "m_rule": "round(2 log2 d) + 4",
+        "configs": {str(d): [list(p) for p in cfg["configs"][d]] for d in cfg["d"]},
+        "target": SGD_TARGET,
+    }
     return params, records
 
 
@@ -494,7 +629,9 @@ def steps_to_rate(first: np.ndarray, target: float = SGD_TARGET) -> float:
     return censored_quantile(np.where(first < 0, math.inf, first), target)
 
 
-def sgd_best(records: list[dict], d: int, index: np.ndarray | None = None, target: float = SGD_TARGET) -> dict:
+def sgd_best(
+    records: list[dict], d: int, index: np.ndarray | None = None, target: float = SGD_TARGET
+) -> dict:
     """At ``d``: for every SGD configuration the samples ``N = batch x t`` by which ``target`` of the
     instances (optionally the resample ``index``) have succeeded, and the smallest of them
     (``inf`` when no configuration gets there within its steps)."""
@@ -527,16 +664,31 @@ def sgd_optimum_position(records: list[dict], d: int, target: float = SGD_TARGET
     rec = next(r for r in sgd if r["config"] == best["best"])
     lams = sorted({r["lambda"] for r in sgd})
     batches = sorted({r["batch"] for r in sgd if r["lambda"] == rec["lambda"]})
-    cut = [r["config"] for r in sgd
-           if not math.isfinite(best["samples"][r["config"]]) and r["batch"] * r["steps"] < best["n"]]
-    return {"d": d, "n": best["n"], "config": best["best"], "lambda": rec["lambda"], "batch": rec["batch"],
-            "c": rec["batch"] / (rec["lambda"] * d), "steps": rec["steps"], "steps_used": best["n"] / rec["batch"],
-            "lambdas": lams, "batches": batches,
-            "lambda_edge": rec["lambda"] in (lams[0], lams[-1]),
-            "batch_edge": rec["batch"] in (batches[0], batches[-1]), "cut_short": cut}
+    cut = [
+        r["config"]
+        for r in sgd
+        if not math.isfinite(best["samples"][r["config"]]) and r["batch"] * r["steps"] < best["n"]
+    ]
+    return {
+        "d": d,
+        "n": best["n"],
+        "config": best["best"],
+        "lambda": rec["lambda"],
+        "batch": rec["batch"],
+        "c": rec["batch"] / (rec["lambda"] * d),
+        "steps": rec["steps"],
+        "steps_used": best["n"] / rec["batch"],
+        "lambdas": lams,
+        "batches": batches,
+        "lambda_edge": rec["lambda"] in (lams[0], lams[-1]),
+        "batch_edge": rec["batch"] in (batches[0], batches[-1]),
+        "cut_short": cut,
+    }
 
 
-def bootstrap_sgd(records: list[dict], num: int = 1000, seed: int = 0, target: float = SGD_TARGET) -> dict:
+def bootstrap_sgd(
+    records: list[dict], num: int = 1000, seed: int = 0, target: float = SGD_TARGET
+) -> dict:
     """Smallest samples-to-``target`` ``N(d)`` over the scanned configurations, its exponent in
     ``d``, and percentile bootstrap intervals (instances resampled, the same resample for every
     configuration at a ``d``: the minimum over configurations is recomputed on each resample)."""
@@ -547,13 +699,19 @@ def bootstrap_sgd(records: list[dict], num: int = 1000, seed: int = 0, target: f
     p, c = fit_power_law(ds, point)
     sizes = {d: len(next(r for r in records if r["d"] == d)["first_success"]) for d in ds}
     boot_n, boot_p, undefined = _bootstrap_power_law(
-        ds, sizes, lambda d, idx: sgd_best(records, d, idx, target)["n"], num, seed)
+        ds, sizes, lambda d, idx: sgd_best(records, d, idx, target)["n"], num, seed
+    )
     return {
-        "d": ds, "n": point, "exponent": p, "constant": c,
+        "d": ds,
+        "n": point,
+        "exponent": p,
+        "constant": c,
         "n_low": np.percentile(boot_n, 2.5, axis=0, method="inverted_cdf").tolist(),
         "n_high": np.percentile(boot_n, 97.5, axis=0, method="inverted_cdf").tolist(),
-        "exponent_low": float(np.percentile(boot_p, 2.5)), "exponent_high": float(np.percentile(boot_p, 97.5)),
-        "resamples": num, "undefined": undefined,
+        "exponent_low": float(np.percentile(boot_p, 2.5)),
+        "exponent_high": float(np.percentile(boot_p, 97.5)),
+        "resamples": num,
+        "undefined": undefined,
     }
 
 
@@ -566,8 +724,13 @@ def plot_sgd(results: dict, fit: dict | None = None):
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     high = np.where(np.isfinite(fit["n_high"]), fit["n_high"], np.nan)
     ax.fill_between(ds, fit["n_low"], high, color="C0", alpha=0.2, lw=0, label="95% bootstrap band")
-    ax.plot(ds, fit["n"], "o-", color="C0",
-            label=f"SGD, best batch and step: $\\propto d^{{{fit['exponent']:.2f}}}$")
+    ax.plot(
+        ds,
+        fit["n"],
+        "o-",
+        color="C0",
+        label=f"SGD, best batch and step: $\\propto d^{{{fit['exponent']:.2f}}}$",
+    )
     ax.plot(ds, ds**2, "k--", lw=1, label="$d^2$")
     ax.plot(ds, 16 * ds, "k:", lw=1, label="$16d$")
     ax.set_xscale("log", base=2)

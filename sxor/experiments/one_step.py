@@ -11,11 +11,13 @@ Both use :func:`sxor.xor.sweeps.sweep` (instance ``k`` seeded with ``seed + k``)
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
 import time
 from collections.abc import Collection, Iterable
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -25,8 +27,6 @@ from ..xor.metrics import FAILURE_MODES, failure_modes
 from ..xor.model import attention
 from ..xor.population import loss_from_weights, one_step, one_step_and_limit_factored
 from ..xor.sweeps import Instances, ScaledInstances, sweep, sweep_m
-from typing import NamedTuple
-
 from . import register, size_config
 
 #: Embedding dimension of the ``eta`` sweep.
@@ -41,6 +41,8 @@ ETA_SIZES = {
     "ci": {"d": [64, 256], "seeds": 100},
     "full": {"d": [64, 256, 1024, 4096, 16384], "seeds": 100},
 }
+
+
 def _grid_ms(lo: int, hi: int, fine: tuple[int, int] | None = None) -> list[int]:
     """Even ``m`` from ``lo`` to ``hi`` in steps of 2, or in steps of 4 outside the ``fine`` window."""
     if fine is None:
@@ -50,9 +52,18 @@ def _grid_ms(lo: int, hi: int, fine: tuple[int, int] | None = None) -> list[int]
 
 #: Columns drawn per instance at each ``d`` of the success grid (both sizes): instance ``k`` at
 #: ``d`` is the same in the ``ci`` and ``full`` runs only if ``m_max`` is.
-GRID_M_MAX = {**{2**k: 40 for k in range(6, 11)}, **{2**k: 44 for k in range(11, 15)}, 2**16: 48, 2**18: 44, 2**20: 46}
+GRID_M_MAX = {
+    **{2**k: 40 for k in range(6, 11)},
+    **{2**k: 44 for k in range(11, 15)},
+    2**16: 48,
+    2**18: 44,
+    2**20: 46,
+}
 GRID_SIZES = {
-    "ci": {"cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]}, "seeds": {64: 1000, 256: 1000, 1024: 1000}},
+    "ci": {
+        "cells": {64: [8, 20, 32], 256: [8, 20, 32], 1024: [8, 20, 32]},
+        "seeds": {64: 1000, 256: 1000, 1024: 1000},
+    },
     "full": {
         "cells": {
             **{2**k: _grid_ms(4, 40) for k in range(6, 11)},
@@ -87,14 +98,20 @@ def eta_measure(etas: list[float]):
     return measure
 
 
-@register("one-step-eta", "loss and success after one step against eta/d^2, several d", plot=lambda r: plot_eta(r),
-          compare_keys=("d", "eta_index"))
+@register(
+    "one-step-eta",
+    "loss and success after one step against eta/d^2, several d",
+    plot=lambda r: plot_eta(r),  # noqa: PLW0108 (plot_eta is defined below)
+    compare_keys=("d", "eta_index"),
+)
 def run_eta(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, ETA_SIZES)
     records = []
     for d in cfg["d"]:
         etas = [c * d**2 for c in ETA_OVER_D2]
-        out = sweep(eta_measure(etas), cfg["seeds"], d, ETA_SWEEP_M, device=device, desc=f"eta sweep d={d}")
+        out = sweep(
+            eta_measure(etas), cfg["seeds"], d, ETA_SWEEP_M, device=device, desc=f"eta sweep d={d}"
+        )
         for k, c in enumerate(ETA_OVER_D2):
             loss = out["loss"][:, k]
             records.append(
@@ -127,7 +144,9 @@ def grid_measure(eta: float):
             "mode": failure_modes(step.loss, step.attention, step.attention_tilde, batch.support),
             "limit_mode": failure_modes(hard_loss, hard, hard_tilde, batch.support),
             "loss": step.loss,
-            "sup_error": analysis.sup_error_bound(step.attention, step.attention_tilde, batch.support),
+            "sup_error": analysis.sup_error_bound(
+                step.attention, step.attention_tilde, batch.support
+            ),
         }
 
     return measure
@@ -146,11 +165,26 @@ def grid_block(d: int, ms: list[int], start: int, stop: int, device: str = "cpu"
     wall, cpu = time.perf_counter(), time.process_time()
     # at least one instance per torch thread in a chunk, so that the draws run on every thread
     budget = max(1e9, torch.get_num_threads() * 2 * d * GRID_M_MAX[d] * 8)
-    outs = sweep_m(grid_measure(analysis.grid_eta(d)), stop - start, d, list(ms), m_max=GRID_M_MAX[d], seed=start,
-                   device=device, budget_bytes=budget, desc=f"grid d={d} seeds {start}..{stop - 1}")
-    return {"d": d, "start": start, "stop": stop, "ms": list(ms),
-            "out": {str(m): {k: v.tolist() for k, v in outs[m].items()} for m in ms},
-            "seconds": round(time.perf_counter() - wall, 1), "cpu_seconds": round(time.process_time() - cpu, 1)}
+    outs = sweep_m(
+        grid_measure(analysis.grid_eta(d)),
+        stop - start,
+        d,
+        list(ms),
+        m_max=GRID_M_MAX[d],
+        seed=start,
+        device=device,
+        budget_bytes=budget,
+        desc=f"grid d={d} seeds {start}..{stop - 1}",
+    )
+    return {
+        "d": d,
+        "start": start,
+        "stop": stop,
+        "ms": list(ms),
+        "out": {str(m): {k: v.tolist() for k, v in outs[m].items()} for m in ms},
+        "seconds": round(time.perf_counter() - wall, 1),
+        "cpu_seconds": round(time.process_time() - cpu, 1),
+    }
 
 
 def _grid_records(d: int, ms: list[int], blocks: list[dict]) -> list[dict]:
@@ -158,14 +192,24 @@ def _grid_records(d: int, ms: list[int], blocks: list[dict]) -> list[dict]:
     eta = analysis.grid_eta(d)
     rows = []
     for m in ms:
-        out = {k: torch.tensor([x for b in blocks for x in b["out"][str(m)][k]]) for k in blocks[0]["out"][str(m)]}
+        out = {
+            k: torch.tensor([x for b in blocks for x in b["out"][str(m)][k]])
+            for k in blocks[0]["out"][str(m)]
+        }
         limit = {f"limit_{k}": v for k, v in _mode_counts(out["limit_mode"]).items()}
         sup_ok = out["sup_error"][out["mode"] == 0]
         rows.append(
-            {"d": d, "m": m, "seeds": len(out["mode"]), "eta": eta, "median_loss": float(out["loss"].median()),
-             **_mode_counts(out["mode"]), **limit,
-             "max_sup_error_success": float(sup_ok.max()) if len(sup_ok) else None,
-             "median_sup_error_success": float(sup_ok.median()) if len(sup_ok) else None}
+            {
+                "d": d,
+                "m": m,
+                "seeds": len(out["mode"]),
+                "eta": eta,
+                "median_loss": float(out["loss"].median()),
+                **_mode_counts(out["mode"]),
+                **limit,
+                "max_sup_error_success": float(sup_ok.max()) if len(sup_ok) else None,
+                "median_sup_error_success": float(sup_ok.median()) if len(sup_ok) else None,
+            }
         )
     return rows
 
@@ -179,7 +223,9 @@ def _logged_blocks(log: str | None) -> dict[tuple, dict]:
     return {(e["d"], e["start"], e["stop"], tuple(e["ms"])): e for e in entries}
 
 
-def _grid_blocks(cells: dict[int, list[int]], seeds: dict[int, int], device: torch.device) -> dict[int, list[dict]]:
+def _grid_blocks(
+    cells: dict[int, list[int]], seeds: dict[int, int], device: torch.device
+) -> dict[int, list[dict]]:
     """Run :func:`grid_block` over every ``d`` of ``cells`` in the seed blocks of ``GRID_BLOCK``
     (one block below ``2^16``) and return ``{d: blocks in seed order}``; the environment variables
     ``SXOR_WORKERS`` and ``SXOR_GRID_LOG`` act as :func:`run_grid` describes (a log holds blocks
@@ -189,7 +235,9 @@ def _grid_blocks(cells: dict[int, list[int]], seeds: dict[int, int], device: tor
     tasks = []
     for d in sorted(cells):
         block = GRID_BLOCK.get(d, seeds[d])
-        tasks += [(d, a, min(a + block, seeds[d]), tuple(cells[d])) for a in range(0, seeds[d], block)]
+        tasks += [
+            (d, a, min(a + block, seeds[d]), tuple(cells[d])) for a in range(0, seeds[d], block)
+        ]
     done = _logged_blocks(log)
     todo = [t for t in tasks if t not in done]
 
@@ -204,7 +252,9 @@ def _grid_blocks(cells: dict[int, list[int]], seeds: dict[int, int], device: tor
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = [pool.submit(grid_block, d, list(ms), a, b, str(device)) for d, a, b, ms in todo]
+            futures = [
+                pool.submit(grid_block, d, list(ms), a, b, str(device)) for d, a, b, ms in todo
+            ]
             for future in as_completed(futures):
                 finish(future.result())
     else:
@@ -220,7 +270,11 @@ def _grid_cells(size: str) -> tuple[dict, dict[int, list[int]]]:
     return cfg, {d: list(ms) for d, ms in cfg["cells"].items() if max_d is None or d <= max_d}
 
 
-@register("one-step-grid", "success and failure modes of one step on a (d, m) grid", plot=lambda r: plot_grid(r))
+@register(
+    "one-step-grid",
+    "success and failure modes of one step on a (d, m) grid",
+    plot=lambda r: plot_grid(r),  # noqa: PLW0108 (plot_grid is defined below)
+)
 def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Every ``d`` of the size's grid: its instances are drawn once with ``GRID_M_MAX[d]`` columns
     and measured at every ``m`` (:func:`sxor.xor.sweeps.sweep_m`), in blocks of seeds
@@ -239,9 +293,15 @@ def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
         records += _grid_records(d, cells[d], blocks)
         seconds[str(d)] = round(sum(b["seconds"] for b in blocks), 1)
         cpu[str(d)] = round(sum(b["cpu_seconds"] for b in blocks), 1)
-    params = {"c": GRID_C, "eta": "c d^2 ln d", "seeds": {str(d): cfg["seeds"][d] for d in cells},
-              "m_max": {str(d): GRID_M_MAX[d] for d in cells}, "nested_in_m": True,
-              "seconds_by_d": seconds, "cpu_seconds_by_d": cpu}
+    params = {
+        "c": GRID_C,
+        "eta": "c d^2 ln d",
+        "seeds": {str(d): cfg["seeds"][d] for d in cells},
+        "m_max": {str(d): GRID_M_MAX[d] for d in cells},
+        "nested_in_m": True,
+        "seconds_by_d": seconds,
+        "cpu_seconds_by_d": cpu,
+    }
     if os.environ.get("SXOR_GRID_STARTED"):
         params["started"] = os.environ["SXOR_GRID_STARTED"]
     return params, records
@@ -252,8 +312,11 @@ def run_grid(size: str, device: torch.device) -> tuple[dict, list[dict]]:
 INSTANCE_CI_D = (64, 256)
 
 
-@register("one-step-grid-instances", "per-instance failure modes on the cells of one-step-grid (same instances)",
-          compare_keys=("d", "m"))
+@register(
+    "one-step-grid-instances",
+    "per-instance failure modes on the cells of one-step-grid (same instances)",
+    compare_keys=("d", "m"),
+)
 def run_grid_instances(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """The instances and cells of ``one-step-grid`` (:func:`run_grid`: the same blocks, seeds and
     ``m_max``), with each instance's outcome kept: one record per cell ``(d, m)`` whose strings
@@ -272,16 +335,27 @@ def run_grid_instances(size: str, device: torch.device) -> tuple[dict, list[dict
     records, cpu = [], {}
     for d, blocks in blocks_by_d.items():
         for m in cells[d]:
-            codes = {k: "".join(str(int(c)) for b in blocks for c in b["out"][str(m)][k]) for k in ("mode", "limit_mode")}
+            codes = {
+                k: "".join(str(int(c)) for b in blocks for c in b["out"][str(m)][k])
+                for k in ("mode", "limit_mode")
+            }
             records.append({"d": d, "m": m, "seeds": len(codes["mode"]), **codes})
         cpu[str(d)] = round(sum(b["cpu_seconds"] for b in blocks), 1)
-    params = {"c": GRID_C, "eta": "c d^2 ln d", "codes": list(FAILURE_MODES),
-              "seeds": {str(d): cfg["seeds"][d] for d in cells}, "m_max": {str(d): GRID_M_MAX[d] for d in cells},
-              "nested_in_m": True, "cpu_seconds_by_d": cpu}
+    params = {
+        "c": GRID_C,
+        "eta": "c d^2 ln d",
+        "codes": list(FAILURE_MODES),
+        "seeds": {str(d): cfg["seeds"][d] for d in cells},
+        "m_max": {str(d): GRID_M_MAX[d] for d in cells},
+        "nested_in_m": True,
+        "cpu_seconds_by_d": cpu,
+    }
     return params, records
 
 
-def instance_outcomes(results: dict, key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def instance_outcomes(
+    results: dict, key: str = "success"
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """``{d: (ms, ok [seeds, len(ms)])}`` from ``one-step-grid-instances`` results: ``ok[k, j]`` is
     whether instance ``k`` counts at ``ms[j]``. ``key`` is ``"success"`` (step mode 0),
     ``"limit_success"`` (limit mode 0) or ``"no_limit_off_target"`` (limit mode not off-target,
@@ -292,16 +366,23 @@ def instance_outcomes(results: dict, key: str = "success") -> dict[int, tuple[np
     ValueError
         For another ``key``, or cells of one ``d`` with different numbers of instances.
     """
-    field, test = {"success": ("mode", lambda c: c == 0), "limit_success": ("limit_mode", lambda c: c == 0),
-                   "no_limit_off_target": ("limit_mode", lambda c: c != 1)}.get(key, (None, None))
+    field, test = {
+        "success": ("mode", lambda c: c == 0),
+        "limit_success": ("limit_mode", lambda c: c == 0),
+        "no_limit_off_target": ("limit_mode", lambda c: c != 1),
+    }.get(key, (None, None))
     if field is None:
-        raise ValueError(f"key must be 'success', 'limit_success' or 'no_limit_off_target', got {key!r}")
+        raise ValueError(
+            f"key must be 'success', 'limit_success' or 'no_limit_off_target', got {key!r}"
+        )
     out = {}
     for d in sorted({r["d"] for r in results["records"]}):
         rows = sorted((r for r in results["records"] if r["d"] == d), key=lambda r: r["m"])
         if len({len(r[field]) for r in rows}) != 1:
             raise ValueError(f"the cells of d = {d} hold different numbers of instances")
-        codes = np.array([np.frombuffer(r[field].encode(), dtype=np.uint8) - ord("0") for r in rows]).T
+        codes = np.array(
+            [np.frombuffer(r[field].encode(), dtype=np.uint8) - ord("0") for r in rows]
+        ).T
         out[d] = (np.array([r["m"] for r in rows]), test(codes))
     return out
 
@@ -324,9 +405,16 @@ def fully_seeded(outcomes: dict[int, tuple[np.ndarray, np.ndarray]]) -> list[int
     return [d for d in sorted(outcomes) if outcomes[d][1].shape[0] == most]
 
 
-def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], target: float = 0.95, *,
-                        resamples: int = 1000, level: float = 0.95, seed: int = 0,
-                        joint: bool = True, fit_d: Collection[int] | None = None) -> "analysis.SlopeBootstrap":
+def bootstrap_instances(
+    outcomes: dict[int, tuple[np.ndarray, np.ndarray]],
+    target: float = 0.95,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    joint: bool = True,
+    fit_d: Collection[int] | None = None,
+) -> analysis.SlopeBootstrap:
     """Percentile bootstrap over *instances* of the smallest ``m`` with rate ``>= target``
     (:func:`sxor.xor.analysis.smallest_m`) at each ``d``, and of the slope of its least-squares line
     in ``ln d``.
@@ -396,7 +484,9 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     censored = np.zeros(len(ds), dtype=np.int64)
     for r in range(resamples):
         if joint:
-            idx = np.concatenate([rng.integers(a, b, size=b - a) for a, b in zip(edges[:-1], edges[1:])])
+            idx = np.concatenate(
+                [rng.integers(a, b, size=b - a) for a, b in itertools.pairwise(edges)]
+            )
             weights = np.bincount(idx, minlength=sizes[-1]).astype(float)
         for j, d in enumerate(ds):
             ms, ok = outcomes[d]
@@ -416,9 +506,19 @@ def bootstrap_instances(outcomes: dict[int, tuple[np.ndarray, np.ndarray]], targ
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
     m_low, m_high = np.percentile(samples, q, axis=0)
     slope_low, slope_high = np.percentile(slopes, q)
-    return analysis.SlopeBootstrap(np.array(ds), np.array(points), m_low, m_high, fit.slope, fit.intercept,
-                                   float(slope_low), float(slope_high),
-                                   float(censored.sum()) / (resamples * len(ds)), used, censored)
+    return analysis.SlopeBootstrap(
+        np.array(ds),
+        np.array(points),
+        m_low,
+        m_high,
+        fit.slope,
+        fit.intercept,
+        float(slope_low),
+        float(slope_high),
+        float(censored.sum()) / (resamples * len(ds)),
+        used,
+        censored,
+    )
 
 
 #: Embedding dimension of the fresh same-target draws (the ``m`` of the chapter's comparison).
@@ -434,22 +534,30 @@ SAME_TARGET_SIZES = {
 def same_target_seed(d: int) -> int:
     """First seed of the fresh same-target draws at ``d``: ``10^6 log2 d``, so the seed ranges of
     different ``d`` are disjoint from each other and from the grid's (seeds ``0 .. 999``)."""
-    return 10**6 * int(round(math.log2(d)))
+    return 10**6 * round(math.log2(d))
 
 
 def limit_measure(batch: ScaledInstances) -> dict[str, torch.Tensor]:
     """A :func:`sxor.xor.sweeps.sweep_m` measure: the failure mode of the argmax limit (as in
     :func:`grid_measure`'s ``limit_mode``)."""
     d = batch.Z.shape[-1]
-    out = one_step_and_limit_factored(batch.Z, batch.scale, batch.theta0, batch.support, analysis.grid_eta(d))
+    out = one_step_and_limit_factored(
+        batch.Z, batch.scale, batch.theta0, batch.support, analysis.grid_eta(d)
+    )
     hard = torch.nn.functional.one_hot(out.head, d).to(batch.Z)
     hard_tilde = torch.nn.functional.one_hot(out.head_tilde, d).to(batch.Z)
-    return {"limit_mode": failure_modes(loss_from_weights(hard, hard_tilde, batch.support), hard, hard_tilde,
-                                        batch.support)}
+    return {
+        "limit_mode": failure_modes(
+            loss_from_weights(hard, hard_tilde, batch.support), hard, hard_tilde, batch.support
+        )
+    }
 
 
-@register("one-step-same-target", "same-target failures of the argmax limit on fresh independent draws, several d",
-          compare_keys=("d", "block"))
+@register(
+    "one-step-same-target",
+    "same-target failures of the argmax limit on fresh independent draws, several d",
+    compare_keys=("d", "block"),
+)
 def run_same_target(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Fresh instances at ``m = SAME_TARGET_M`` (independent across instances and across ``d``:
     seeds from :func:`same_target_seed`, each instance drawn with ``m_max = m``), classified in the
@@ -475,21 +583,39 @@ def run_same_target(size: str, device: torch.device) -> tuple[dict, list[dict]]:
             else:
                 started = time.process_time()
                 start = same_target_seed(d) + block * SAME_TARGET_BLOCK
-                out = sweep_m(limit_measure, SAME_TARGET_BLOCK, d, [SAME_TARGET_M], seed=start, device=device,
-                              desc=f"same target d={d} block {block}")[SAME_TARGET_M]
+                out = sweep_m(
+                    limit_measure,
+                    SAME_TARGET_BLOCK,
+                    d,
+                    [SAME_TARGET_M],
+                    seed=start,
+                    device=device,
+                    desc=f"same target d={d} block {block}",
+                )[SAME_TARGET_M]
                 counts = _mode_counts(out["limit_mode"])
-                record = {"d": d, "m": SAME_TARGET_M, "block": block, "first_seed": start,
-                          "draws": SAME_TARGET_BLOCK, **{f"limit_{k}": v for k, v in counts.items()},
-                          "predicted_same_target": float(analysis.predicted_same_target(d)),
-                          "cpu_seconds": round(time.process_time() - started, 1)}
+                record = {
+                    "d": d,
+                    "m": SAME_TARGET_M,
+                    "block": block,
+                    "first_seed": start,
+                    "draws": SAME_TARGET_BLOCK,
+                    **{f"limit_{k}": v for k, v in counts.items()},
+                    "predicted_same_target": float(analysis.predicted_same_target(d)),
+                    "cpu_seconds": round(time.process_time() - started, 1),
+                }
                 if log:
                     with open(log, "a") as f:
                         f.write(json.dumps(record) + "\n")
             seconds += record.pop("cpu_seconds", 0.0)
             records.append(record)
         cpu[str(d)] = round(seconds, 1)
-    params = {"m": SAME_TARGET_M, "block": SAME_TARGET_BLOCK, "blocks": cfg["blocks"],
-              "seeds": "10^6 log2(d) + k, k = 0 .. blocks * block - 1", "cpu_seconds_by_d": cpu}
+    params = {
+        "m": SAME_TARGET_M,
+        "block": SAME_TARGET_BLOCK,
+        "blocks": cfg["blocks"],
+        "seeds": "10^6 log2(d) + k, k = 0 .. blocks * block - 1",
+        "cpu_seconds_by_d": cpu,
+    }
     return params, records
 
 
@@ -522,14 +648,23 @@ def pooled_same_target(results: dict, ds: list[int], m_min: int = 32) -> PooledE
         rows = [r for r in results["records"] if r["d"] == d and r["m"] >= m_min]
         if not rows:
             raise ValueError(f"no cell with d = {d} and m >= {m_min}")
-        counts = np.sum([np.frombuffer(r["limit_mode"].encode(), dtype=np.uint8) == ord(code) for r in rows], axis=0)
+        counts = np.sum(
+            [np.frombuffer(r["limit_mode"].encode(), dtype=np.uint8) == ord(code) for r in rows],
+            axis=0,
+        )
         events += int(counts.sum())
         pairs += counts.size * len(rows)
         instances += counts.size
         expected += float(analysis.predicted_same_target(d)) * counts.size * len(rows)
         var += counts.size * float(counts.var(ddof=1))
-    return PooledExcess(events, pairs, instances, expected, (events - expected) / math.sqrt(expected),
-                        (events - expected) / math.sqrt(var))
+    return PooledExcess(
+        events,
+        pairs,
+        instances,
+        expected,
+        (events - expected) / math.sqrt(expected),
+        (events - expected) / math.sqrt(var),
+    )
 
 
 class SameTargetRow(NamedTuple):
@@ -553,12 +688,23 @@ def same_target_table(results: dict) -> list[SameTargetRow]:
         n, k = sum(r["draws"] for r in recs), sum(r["limit_same_target"] for r in recs)
         p = recs[0]["predicted_same_target"]
         rate = k / n
-        rows.append(SameTargetRow(d, n, k, rate, math.sqrt(rate * (1 - rate) / n), p,
-                                  (k - n * p) / math.sqrt(n * p * (1 - p))))
+        rows.append(
+            SameTargetRow(
+                d,
+                n,
+                k,
+                rate,
+                math.sqrt(rate * (1 - rate) / n),
+                p,
+                (k - n * p) / math.sqrt(n * p * (1 - p)),
+            )
+        )
     return rows
 
 
-def success_curves(records: list[dict], key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def success_curves(
+    records: list[dict], key: str = "success"
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """``{d: (ms, rates)}`` from grid records with ``rates = record[key] / seeds``; a key
     ``"no_<name>"`` gives the complement ``1 - record[name] / seeds`` (e.g. ``"no_limit_off_target"``)."""
     curves: dict[int, tuple[list, list]] = {}
@@ -575,7 +721,10 @@ def success_curves(records: list[dict], key: str = "success") -> dict[int, tuple
 def m95_by_d(records: list[dict], key: str = "success", target: float = 0.95) -> dict[int, float]:
     """Smallest ``m`` reaching ``target`` for each ``d`` (:func:`sxor.xor.analysis.smallest_m`) on the
     curves of :func:`success_curves`."""
-    return {d: analysis.smallest_m(ms, rates, target) for d, (ms, rates) in success_curves(records, key).items()}
+    return {
+        d: analysis.smallest_m(ms, rates, target)
+        for d, (ms, rates) in success_curves(records, key).items()
+    }
 
 
 def plot_eta(results: dict):
@@ -626,19 +775,30 @@ def loss_crossings(records: list[dict], level: float = 0.01) -> dict[int, float]
         x = np.log([r["eta_over_d2"] for r in rows])
         y = np.log(np.maximum([r["median_loss"] for r in rows], 1e-300))
         k = next((i for i in range(1, len(rows)) if rows[i]["median_loss"] < level), None)
-        out[d] = (math.nan if k is None else
-                  math.exp(x[k - 1] + (math.log(level) - y[k - 1]) / (y[k] - y[k - 1]) * (x[k] - x[k - 1])))
+        out[d] = (
+            math.nan
+            if k is None
+            else math.exp(
+                x[k - 1] + (math.log(level) - y[k - 1]) / (y[k] - y[k - 1]) * (x[k] - x[k - 1])
+            )
+        )
     return out
 
 
-def grid_counts(records: list[dict], key: str = "success") -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def grid_counts(
+    records: list[dict], key: str = "success"
+) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``{d: (ms, successes, trials)}`` from grid records (for
     :func:`sxor.xor.analysis.bootstrap_smallest_m`); ``"no_<name>"`` counts ``seeds - record[name]``."""
     out = {}
     for d in sorted({r["d"] for r in records}):
         rows = sorted((r for r in records if r["d"] == d), key=lambda r: r["m"])
         k = [r["seeds"] - r[key[3:]] if key.startswith("no_") else r[key] for r in rows]
-        out[d] = (np.array([r["m"] for r in rows]), np.array(k), np.array([r["seeds"] for r in rows]))
+        out[d] = (
+            np.array([r["m"] for r in rows]),
+            np.array(k),
+            np.array([r["seeds"] for r in rows]),
+        )
     return out
 
 
@@ -646,7 +806,9 @@ class FailureSummary(NamedTuple):
     """Per ``d`` of the grid: pooled same-target and under-stepped counts and their predictions."""
 
     d: list[int]
-    same_target: np.ndarray  #: same-target failures in the argmax limit, pooled over cells with ``m >= m_min``
+    same_target: (
+        np.ndarray
+    )  #: same-target failures in the argmax limit, pooled over cells with ``m >= m_min``
     same_trials: np.ndarray
     same_predicted: np.ndarray  #: :func:`sxor.xor.analysis.predicted_same_target`
     under_stepped: np.ndarray  #: under-stepped at the grid's step, pooled over every ``m``
@@ -654,7 +816,9 @@ class FailureSummary(NamedTuple):
     under_predicted: np.ndarray  #: :func:`sxor.xor.analysis.predicted_under_stepped` at ``m_pred``
 
 
-def failure_summary(results: dict, m_min: int = 32, m_pred: int = 32, samples: int = 5000) -> FailureSummary:
+def failure_summary(
+    results: dict, m_min: int = 32, m_pred: int = 32, samples: int = 5000
+) -> FailureSummary:
     """Pool the committed grid's failure counts per ``d`` and put the predictions beside them."""
     cells = results["records"]
     ds = sorted({r["d"] for r in cells})
@@ -667,9 +831,18 @@ def failure_summary(results: dict, m_min: int = 32, m_pred: int = 32, samples: i
         under.append(sum(r["under_stepped"] for r in rows_all))
         under_n.append(sum(r["seeds"] for r in rows_all))
         lam = analysis.natural_step(analysis.grid_eta(d, results["params"]["c"]), d, m_pred)
-        under_pred.append(float(analysis.predicted_under_stepped(m_pred, float(lam), samples=samples)))
-    return FailureSummary(ds, np.array(same), np.array(same_n), analysis.predicted_same_target(np.array(ds)),
-                          np.array(under), np.array(under_n), np.array(under_pred))
+        under_pred.append(
+            float(analysis.predicted_under_stepped(m_pred, float(lam), samples=samples))
+        )
+    return FailureSummary(
+        ds,
+        np.array(same),
+        np.array(same_n),
+        analysis.predicted_same_target(np.array(ds)),
+        np.array(under),
+        np.array(under_n),
+        np.array(under_pred),
+    )
 
 
 def plot_same_and_under(summary: FailureSummary):
@@ -680,17 +853,35 @@ def plot_same_and_under(summary: FailureSummary):
     fig, axes = plt.subplots(2, 1, figsize=(7.0, 7.6))
     ds = np.array(summary.d)
     rate = summary.same_target / summary.same_trials
-    lo, hi = zip(*(analysis.wilson_interval(np.array([k]), int(n)) for k, n in zip(summary.same_target, summary.same_trials)))
+    lo, hi = zip(
+        *(
+            analysis.wilson_interval(np.array([k]), int(n))
+            for k, n in zip(summary.same_target, summary.same_trials)
+        )
+    )
     lo, hi = np.concatenate(lo), np.concatenate(hi)
-    axes[0].errorbar(ds, rate, yerr=[rate - lo, hi - rate], fmt="o", capsize=3, label="measured (95% Wilson)")
+    axes[0].errorbar(
+        ds, rate, yerr=[rate - lo, hi - rate], fmt="o", capsize=3, label="measured (95% Wilson)"
+    )
     dd = np.logspace(np.log10(ds[0]), np.log10(ds[-1]), 50)
-    axes[0].plot(dd, analysis.predicted_same_target(dd), "k-", label=r"$\frac{2}{\pi}\arctan\frac{\sqrt{d-2}}{d}$")
-    axes[0].set(xscale="log", yscale="log", xlabel="d", ylabel=r"same-target fraction ($\eta\to\infty$)")
+    axes[0].plot(
+        dd,
+        analysis.predicted_same_target(dd),
+        "k-",
+        label=r"$\frac{2}{\pi}\arctan\frac{\sqrt{d-2}}{d}$",
+    )
+    axes[0].set(
+        xscale="log", yscale="log", xlabel="d", ylabel=r"same-target fraction ($\eta\to\infty$)"
+    )
     axes[0].legend(fontsize=11, loc="lower left")
-    axes[1].semilogx(ds, summary.under_stepped / summary.under_trials, "o", label="measured (pooled over m)")
+    axes[1].semilogx(
+        ds, summary.under_stepped / summary.under_trials, "o", label="measured (pooled over m)"
+    )
     axes[1].semilogx(ds, summary.under_predicted, "k-", label=r"prediction at $m=32$")
     axes[1].set(xlabel="d", ylabel="under-stepped fraction", ylim=(0, None))
-    axes[1].legend(fontsize=11, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    axes[1].legend(
+        fontsize=11, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False
+    )
     fig.tight_layout()
     return fig
 
@@ -704,19 +895,39 @@ def plot_off_target(results: dict, prediction: dict, ds: list[int]):
     colors = plt.cm.viridis(np.linspace(0, 0.9, len(ds)))
     for color, d in zip(colors, ds):
         rows = sorted((r for r in cells if r["d"] == d), key=lambda r: r["m"])
-        ax.semilogy([r["m"] for r in rows], [max(r["limit_off_target"], 0.5) / r["seeds"] for r in rows], "o",
-                    ms=4, color=color, label=f"$d=2^{{{int(round(math.log2(d)))}}}$")
+        ax.semilogy(
+            [r["m"] for r in rows],
+            [max(r["limit_off_target"], 0.5) / r["seeds"] for r in rows],
+            "o",
+            ms=4,
+            color=color,
+            label=f"$d=2^{{{round(math.log2(d))}}}$",
+        )
         prow = sorted((r for r in prediction["records"] if r["d"] == d), key=lambda r: r["m"])
-        ax.fill_between([r["m"] for r in prow], [r["off_target_low"] for r in prow],
-                        [r["off_target_high"] for r in prow], color=color, alpha=0.3)
-    ax.set(xlabel="m", ylabel="off-target fraction (0 drawn at 0.5/seeds)", ylim=(1e-4, 1.2), xlim=(2, 66))
+        ax.fill_between(
+            [r["m"] for r in prow],
+            [r["off_target_low"] for r in prow],
+            [r["off_target_high"] for r in prow],
+            color=color,
+            alpha=0.3,
+        )
+    ax.set(
+        xlabel="m",
+        ylabel="off-target fraction (0 drawn at 0.5/seeds)",
+        ylim=(1e-4, 1.2),
+        xlim=(2, 66),
+    )
     ax.legend(fontsize=10, ncol=1, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 
 
-def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: list[int] | None = None,
-              m95_min_d: int = 1024):
+def plot_grid(
+    results: dict,
+    boot: analysis.SlopeBootstrap | None = None,
+    ds: list[int] | None = None,
+    m95_min_d: int = 1024,
+):
     """Success rate against ``m`` for some ``d`` (solid: the grid's step; dashed: the argmax limit),
     and below it the smallest ``m`` reaching the 95% / 5% levels against ``ln d`` with the line in
     ``ln d`` fitted to ``m_off`` (slope and its bootstrap interval in the legend).
@@ -750,32 +961,57 @@ def plot_grid(results: dict, boot: "analysis.SlopeBootstrap | None" = None, ds: 
     limit = success_curves(records, "limit_success")
     if ds is None:
         all_d = sorted(curves)
-        ds = sorted({all_d[int(round(k))] for k in np.linspace(0, len(all_d) - 1, min(6, len(all_d)))})
+        ds = sorted({all_d[round(k)] for k in np.linspace(0, len(all_d) - 1, min(6, len(all_d)))})
     colors = plt.cm.plasma(np.linspace(0, 0.85, len(ds)))
     for color, d in zip(colors, ds):
         ms, rates = curves[d]
-        axes[0].plot(ms, rates, "o-", ms=3.5, color=color, label=f"$d=2^{{{int(round(math.log2(d)))}}}$")
+        axes[0].plot(ms, rates, "o-", ms=3.5, color=color, label=f"$d=2^{{{round(math.log2(d))}}}$")
         axes[0].plot(*limit[d], "--", color=color, lw=1)
     axes[0].axhline(0.95, color="k", ls=":", lw=1)
     axes[0].set(xlabel="embedding dimension m", ylabel="success rate", ylim=(0, 1.02))
     axes[0].legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    series = [("success", "o", r"$m_{95}$: success $\geq$ 95%"),
-              ("no_limit_off_target", "s", r"$m_{\rm off}$: off-target $\leq$ 5% ($\eta\to\infty$)")]
+    series = [
+        ("success", "o", r"$m_{95}$: success $\geq$ 95%"),
+        ("no_limit_off_target", "s", r"$m_{\rm off}$: off-target $\leq$ 5% ($\eta\to\infty$)"),
+    ]
     for key, marker, label in series:
         m95 = m95_by_d(records, key)
-        d = np.array([k for k, v in m95.items() if np.isfinite(v) and (key != "success" or k >= m95_min_d)])
-        axes[1].plot(np.log(d), [m95[k] for k in d], marker, mfc="none" if marker == "s" else None, label=label)
+        d = np.array(
+            [k for k, v in m95.items() if np.isfinite(v) and (key != "success" or k >= m95_min_d)]
+        )
+        axes[1].plot(
+            np.log(d),
+            [m95[k] for k in d],
+            marker,
+            mfc="none" if marker == "s" else None,
+            label=label,
+        )
     counts = grid_counts(records, "no_limit_off_target")
-    if boot is None and sum(np.isfinite(analysis.smallest_m(ms, k / n)) for ms, k, n in counts.values()) >= 2:
+    if (
+        boot is None
+        and sum(np.isfinite(analysis.smallest_m(ms, k / n)) for ms, k, n in counts.values()) >= 2
+    ):
         boot = analysis.bootstrap_smallest_m(counts)
     if boot is not None:
         x = np.log(boot.fit_d().astype(float))
-        axes[1].plot(x, boot.intercept + boot.slope * x, "k-", lw=1,
-                     label=rf"fit to $m_{{\rm off}}$: slope {boot.slope:.3f} [{boot.slope_low:.3f}, {boot.slope_high:.3f}]")
-        axes[1].plot(x, boot.intercept + 2 / math.log(2) * (x - x.mean()) + boot.slope * x.mean(), "k:", lw=1,
-                     label=r"slope $2/\ln 2$ through the same centre")
+        axes[1].plot(
+            x,
+            boot.intercept + boot.slope * x,
+            "k-",
+            lw=1,
+            label=rf"fit to $m_{{\rm off}}$: slope {boot.slope:.3f} [{boot.slope_low:.3f}, {boot.slope_high:.3f}]",
+        )
+        axes[1].plot(
+            x,
+            boot.intercept + 2 / math.log(2) * (x - x.mean()) + boot.slope * x.mean(),
+            "k:",
+            lw=1,
+            label=r"slope $2/\ln 2$ through the same centre",
+        )
     axes[1].set(xlabel=r"$\ln d$", ylabel="smallest sufficient m")
-    axes[1].legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1, frameon=False)
+    axes[1].legend(
+        fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1, frameon=False
+    )
     fig.tight_layout()
     return fig
 
@@ -786,8 +1022,11 @@ PREDICTION_SIZES = {
 }
 
 
-@register("one-step-prediction", "leading-order prediction of the eta -> infinity success rate on a (d, m) grid",
-          plot=lambda r: plot_prediction(r))
+@register(
+    "one-step-prediction",
+    "leading-order prediction of the eta -> infinity success rate on a (d, m) grid",
+    plot=lambda r: plot_prediction(r),  # noqa: PLW0108 (plot_prediction is defined below)
+)
 def run_prediction(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     """Predicted failure rates of the argmax limit: off-target band (:func:`sxor.xor.analysis.predicted_off_target`)
     and same-target (:func:`sxor.xor.analysis.predicted_same_target`); no sweep over instances."""
@@ -796,18 +1035,29 @@ def run_prediction(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     for m in cfg["m"]:
         for d in cfg["d"]:
             off = analysis.predicted_off_target(d, m, samples=cfg["samples"], seed=0)
-            records.append({"d": d, "m": m, "off_target_low": float(off.lower), "off_target_high": float(off.upper),
-                            "same_target": float(analysis.predicted_same_target(d))})
+            records.append(
+                {
+                    "d": d,
+                    "m": m,
+                    "off_target_low": float(off.lower),
+                    "off_target_high": float(off.upper),
+                    "same_target": float(analysis.predicted_same_target(d)),
+                }
+            )
     return {"samples": cfg["samples"]}, records
 
 
-def predicted_m95(records: list[dict], bound: str, target: float = 0.95, same_target: bool = True) -> dict[int, float]:
+def predicted_m95(
+    records: list[dict], bound: str, target: float = 0.95, same_target: bool = True
+) -> dict[int, float]:
     """Smallest ``m`` with predicted success ``1 - off_target_<bound> - same_target >= target``, per
     ``d``; ``same_target=False`` leaves out the ``m``-independent same-target failures."""
     out = {}
     for d in sorted({r["d"] for r in records}):
         rows = sorted((r for r in records if r["d"] == d), key=lambda r: r["m"])
-        rates = [1 - r[f"off_target_{bound}"] - (r["same_target"] if same_target else 0.0) for r in rows]
+        rates = [
+            1 - r[f"off_target_{bound}"] - (r["same_target"] if same_target else 0.0) for r in rows
+        ]
         out[d] = analysis.smallest_m([r["m"] for r in rows], rates, target)
     return out
 
@@ -820,17 +1070,28 @@ def plot_prediction(results: dict):
     for bound, style in [("low", "v-"), ("high", "^-")]:
         m95 = predicted_m95(results["records"], bound)
         d = np.array([k for k, v in m95.items() if np.isfinite(v)])
-        ax.plot(np.log(d), [m95[k] for k in d], style, ms=4, label=f"prediction, off-target {bound}er bound")
+        ax.plot(
+            np.log(d),
+            [m95[k] for k in d],
+            style,
+            ms=4,
+            label=f"prediction, off-target {bound}er bound",
+        )
     grid = np.linspace(np.log(64), np.log(2**20), 20)
     ax.plot(grid, 2 * grid / math.log(2), "k:", label=r"$2\log_2 d$")
-    ax.set(xlabel=r"$\ln d$", ylabel="predicted smallest m with 95% success",
-           title=r"Leading-order prediction, $\eta\to\infty$")
+    ax.set(
+        xlabel=r"$\ln d$",
+        ylabel="predicted smallest m with 95% success",
+        title=r"Leading-order prediction, $\eta\to\infty$",
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def plot_attention(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, etas: list[float], title: str = ""):
+def plot_attention(
+    V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, etas: list[float], title: str = ""
+):
     """Both heads' attention before the step and after one step of each size in ``etas``, for one
     instance, one panel per row: head 1 drawn upwards, head 2 downwards (weights negated), the two
     targets marked, the legend below the panels."""
@@ -840,15 +1101,29 @@ def plot_attention(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor,
     rows = len(etas) + 1
     fig, axes = plt.subplots(rows, 1, figsize=(7.0, 2.9 * rows + 0.6), squeeze=False)
     axes = axes[:, 0]
-    panels = [("before the step (antisymmetric init)", (attention(V, theta0), attention(V, -theta0)))]
+    panels = [
+        ("before the step (antisymmetric init)", (attention(V, theta0), attention(V, -theta0)))
+    ]
     for eta in etas:
         out = one_step(V, theta0, support, eta)
-        panels.append((rf"after one step, $\eta/d^2$ = {eta / d**2:.3g}" + f"\nloss = {float(out.loss):.2e}",
-                       (out.attention, out.attention_tilde)))
+        panels.append(
+            (
+                rf"after one step, $\eta/d^2$ = {eta / d**2:.3g}"
+                + f"\nloss = {float(out.loss):.2e}",
+                (out.attention, out.attention_tilde),
+            )
+        )
     positions = np.arange(d)
     for ax, (label, (g, h)) in zip(axes, panels):
         ax.vlines(positions, 0, g.numpy(), color="tab:blue", lw=2, label=r"head 1 ($\theta$)")
-        ax.vlines(positions, 0, -h.numpy(), color="tab:orange", lw=2, label=r"head 2 ($\tilde\theta$), drawn downwards")
+        ax.vlines(
+            positions,
+            0,
+            -h.numpy(),
+            color="tab:orange",
+            lw=2,
+            label=r"head 2 ($\tilde\theta$), drawn downwards",
+        )
         top = 1.15 * float(max(g.max(), h.max()))
         for t, name in zip(support.tolist(), ("i*", "j*")):
             ax.plot([t, t], [-top, top], color="k", ls=":", lw=1)
@@ -862,4 +1137,3 @@ def plot_attention(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor,
         fig.suptitle(title)
     fig.tight_layout(rect=(0, 0.5 / (2.9 * rows + 0.6), 1, 1))
     return fig
-

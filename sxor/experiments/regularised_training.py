@@ -20,26 +20,59 @@ from __future__ import annotations
 
 import torch
 
-from ..interp.training import authors_draw as _authors_draw, init_parameters, tikhonov_data, warm_start_sweep
+from ..interp.training import authors_draw as _authors_draw
+from ..interp.training import init_parameters, tikhonov_data, warm_start_sweep
 from . import register, size_config
 
 SIZES = {
     # float64 for CI, so that the digits the notebook prints are the same on every machine
-    "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64",
-           "single_epsilon": 1e-4, "single_steps": 2000,
-           "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [300, 600, 1000]},
-    "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32",
-             "single_epsilon": 1e-4, "single_steps": 50000,
-             "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "sweep_steps": [5000, 10000, 50000, 50000]},
+    "ci": {
+        "N": 10,
+        "n": 100,
+        "d": 16,
+        "lr": 1e-3,
+        "dtype": "float64",
+        "single_epsilon": 1e-4,
+        "single_steps": 2000,
+        "sweep_epsilons": [1e-1, 1e-2, 1e-3],
+        "sweep_steps": [300, 600, 1000],
+    },
+    "full": {
+        "N": 10,
+        "n": 100,
+        "d": 16,
+        "lr": 1e-3,
+        "dtype": "float32",
+        "single_epsilon": 1e-4,
+        "single_steps": 50000,
+        "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4],
+        "sweep_steps": [5000, 10000, 50000, 50000],
+    },
 }
 
 #: The warm-started sweep again from other initialisations (same data), to see whether one
 #: trajectory is typical.
 SEED_SIZES = {
-    "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64", "init_seeds": [2, 3],
-           "sweep_epsilons": [1e-1, 1e-2], "sweep_steps": [200, 200]},
-    "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32", "init_seeds": [2, 3],
-             "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4], "sweep_steps": [5000, 10000, 50000, 50000]},
+    "ci": {
+        "N": 10,
+        "n": 100,
+        "d": 16,
+        "lr": 1e-3,
+        "dtype": "float64",
+        "init_seeds": [2, 3],
+        "sweep_epsilons": [1e-1, 1e-2],
+        "sweep_steps": [200, 200],
+    },
+    "full": {
+        "N": 10,
+        "n": 100,
+        "d": 16,
+        "lr": 1e-3,
+        "dtype": "float32",
+        "init_seeds": [2, 3],
+        "sweep_epsilons": [1e-1, 1e-2, 1e-3, 1e-4],
+        "sweep_steps": [5000, 10000, 50000, 50000],
+    },
 }
 
 #: The authors' two runs on the data and initialisation drawn exactly as their scripts draw them
@@ -48,12 +81,32 @@ SEED_SIZES = {
 #: 10 000 and 50 000 steps), in float32 as theirs; the curves also every 50 steps, to place the
 #: crossing of the threshold.
 AUTHORS_SIZES = {
-    "ci": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float64", "authors_draw": True,
-           "record": "log+50", "single_epsilon": 1e-4, "single_steps": 1000,
-           "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [300, 300, 300]},
-    "full": {"N": 10, "n": 100, "d": 16, "lr": 1e-3, "dtype": "float32", "authors_draw": True,
-             "record": "log+50", "single_epsilon": 1e-4, "single_steps": 50000,
-             "sweep_epsilons": [1e-1, 1e-2, 1e-3], "sweep_steps": [5000, 10000, 50000]},
+    "ci": {
+        "N": 10,
+        "n": 100,
+        "d": 16,
+        "lr": 1e-3,
+        "dtype": "float64",
+        "authors_draw": True,
+        "record": "log+50",
+        "single_epsilon": 1e-4,
+        "single_steps": 1000,
+        "sweep_epsilons": [1e-1, 1e-2, 1e-3],
+        "sweep_steps": [300, 300, 300],
+    },
+    "full": {
+        "N": 10,
+        "n": 100,
+        "d": 16,
+        "lr": 1e-3,
+        "dtype": "float32",
+        "authors_draw": True,
+        "record": "log+50",
+        "single_epsilon": 1e-4,
+        "single_steps": 50000,
+        "sweep_epsilons": [1e-1, 1e-2, 1e-3],
+        "sweep_steps": [5000, 10000, 50000],
+    },
 }
 
 #: The authors' Figure 1 (arXiv 2502.02270, Fig. 1a and 1b), read off their own figure files
@@ -68,7 +121,10 @@ PAPER_FIGURE_1 = {
     "fig1a_J_at_20": 1698.49,  # epoch 20, the first plotted point inside the axes (to 6 figures)
     "fig1a_threshold": 6.25e-3,  # the red "Tikhonov threshold", 1e-4 * 62.5
     "fig1a_first_below": (18681, 18778),  # first dips below the threshold between these epochs
-    "fig1a_last_above": (18924, 18971),  # last vertex above it, and the next vertex (below for good)
+    "fig1a_last_above": (
+        18924,
+        18971,
+    ),  # last vertex above it, and the next vertex (below for good)
     "fig1a_epochs": 50000,
     "fig1a_end_J": 3.90e-4,  # epoch 50 000
     "fig1b_min_J": {1e-1: 3.26e-2, 1e-2: 1.32e-2, 1e-3: 4.96e-4},  # the blue markers
@@ -77,10 +133,22 @@ PAPER_FIGURE_1 = {
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def run_runs(N: int, n: int, d: int, lr: float, dtype: str, single_epsilon: float, single_steps: int,
-             sweep_epsilons: list[float], sweep_steps: list[int], device: torch.device | str | None = None,
-             data_seed: int = 0, init_seed: int = 1, authors_draw: bool = False,
-             record: str = "log") -> list[dict]:
+def run_runs(
+    N: int,
+    n: int,
+    d: int,
+    lr: float,
+    dtype: str,
+    single_epsilon: float,
+    single_steps: int,
+    sweep_epsilons: list[float],
+    sweep_steps: list[int],
+    device: torch.device | str | None = None,
+    data_seed: int = 0,
+    init_seed: int = 1,
+    authors_draw: bool = False,
+    record: str = "log",
+) -> list[dict]:
     """The single long run and the warm-started sweep, from the same initialisation; one record
     per stage (see the module docstring). With ``authors_draw`` the data and the initialisation
     are :func:`sxor.interp.training.authors_draw` with seed ``data_seed`` (``init_seed`` unused),
@@ -98,23 +166,59 @@ def run_runs(N: int, n: int, d: int, lr: float, dtype: str, single_epsilon: floa
         data = tikhonov_data(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)
     star = data.theta_star_sq_norm
     records = []
-    runs = (("single", [single_epsilon], [single_steps]), ("sweep", list(sweep_epsilons), list(sweep_steps)))
+    runs = (
+        ("single", [single_epsilon], [single_steps]),
+        ("sweep", list(sweep_epsilons), list(sweep_steps)),
+    )
     for name, epsilons, steps in runs:
-        if authors_draw:  # each of their scripts re-seeds and draws the same data and initialisation
+        if (
+            authors_draw
+        ):  # each of their scripts re-seeds and draws the same data and initialisation
             theta = _authors_draw(N, n, d, seed=data_seed, dtype=DTYPES[dtype], device=device)[1]
         else:
             theta = init_parameters(d, seed=init_seed, dtype=DTYPES[dtype], device=device)
-        for stage, out in enumerate(warm_start_sweep(data, theta, epsilons, steps, lr=lr, record=record)):
+        for stage, out in enumerate(
+            warm_start_sweep(data, theta, epsilons, steps, lr=lr, record=record)
+        ):
             eps = out.pop("epsilon")
-            records.append({"run": name, "stage": stage, "epsilon": eps, "steps": out.pop("steps"), **{
-                k: out[k] for k in ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")},
-                "objective_star": eps / 2 * star, "bound": eps * star, "theta_star_sq_norm": star,
-                "curve": out["curve"]})
+            records.append(
+                {
+                    "run": name,
+                    "stage": stage,
+                    "epsilon": eps,
+                    "steps": out.pop("steps"),
+                    **{
+                        k: out[k]
+                        for k in (
+                            "loss",
+                            "min_loss",
+                            "objective",
+                            "min_objective",
+                            "sq_norm",
+                            "grad_norm",
+                        )
+                    },
+                    "objective_star": eps / 2 * star,
+                    "bound": eps * star,
+                    "theta_star_sq_norm": star,
+                    "curve": out["curve"],
+                }
+            )
     return records
 
 
-def run_seeds(N: int, n: int, d: int, lr: float, dtype: str, init_seeds: list[int], sweep_epsilons: list[float],
-              sweep_steps: list[int], device: torch.device | str | None = None, data_seed: int = 0) -> list[dict]:
+def run_seeds(
+    N: int,
+    n: int,
+    d: int,
+    lr: float,
+    dtype: str,
+    init_seeds: list[int],
+    sweep_epsilons: list[float],
+    sweep_steps: list[int],
+    device: torch.device | str | None = None,
+    data_seed: int = 0,
+) -> list[dict]:
     """The warm-started sweep of :func:`run_runs` from each initialisation seed in ``init_seeds``
     (same data); one record per (seed, stage), as in :func:`run_runs` with ``init_seed`` added and
     no curve."""
@@ -125,12 +229,31 @@ def run_seeds(N: int, n: int, d: int, lr: float, dtype: str, init_seeds: list[in
     records = []
     for seed in init_seeds:
         theta = init_parameters(d, seed=seed, dtype=DTYPES[dtype], device=device)
-        for stage, out in enumerate(warm_start_sweep(data, theta, list(sweep_epsilons), list(sweep_steps), lr=lr,
-                                                     record=0)):
+        for stage, out in enumerate(
+            warm_start_sweep(data, theta, list(sweep_epsilons), list(sweep_steps), lr=lr, record=0)
+        ):
             eps = out["epsilon"]
-            records.append({"init_seed": seed, "stage": stage, "epsilon": eps, "steps": out["steps"], **{
-                k: out[k] for k in ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")},
-                "objective_star": eps / 2 * star, "theta_star_sq_norm": star})
+            records.append(
+                {
+                    "init_seed": seed,
+                    "stage": stage,
+                    "epsilon": eps,
+                    "steps": out["steps"],
+                    **{
+                        k: out[k]
+                        for k in (
+                            "loss",
+                            "min_loss",
+                            "objective",
+                            "min_objective",
+                            "sq_norm",
+                            "grad_norm",
+                        )
+                    },
+                    "objective_star": eps / 2 * star,
+                    "theta_star_sq_norm": star,
+                }
+            )
     return records
 
 
@@ -161,7 +284,9 @@ def plot_regularised(results: dict):
     rows = sorted((r for r in recs if r["run"] == "sweep"), key=lambda r: -r["epsilon"])
     e = np.array([r["epsilon"] for r in rows])
     ax.loglog(e, [r["min_loss"] for r in rows], "o-", color="tab:blue", label=r"smallest $J$")
-    ax.loglog(e, [r["objective"] for r in rows], "s-", color="tab:orange", label=r"final $J_\varepsilon$")
+    ax.loglog(
+        e, [r["objective"] for r in rows], "s-", color="tab:orange", label=r"final $J_\varepsilon$"
+    )
     ax.loglog(e, e * star / 2, "r:", label=r"$\frac{\varepsilon}{2}\|\theta^*\|^2$")
     ax.loglog(e, e / e[0] * rows[0]["min_loss"], "--", color="gray", label="slope 1")
     ax.set_xlabel(r"$\varepsilon$")
@@ -184,8 +309,12 @@ def threshold_crossing(curve: list[list[float]], threshold: float) -> dict:
     k = below[0]
     above = [i for i, v in enumerate(vals) if v >= threshold]
     last = above[-1] if above else None
-    return {"first_below": (steps[k - 1] if k else None, steps[k]),
-            "last_above": (steps[last], steps[last + 1]) if last is not None and last + 1 < len(steps) else None}
+    return {
+        "first_below": (steps[k - 1] if k else None, steps[k]),
+        "last_above": (steps[last], steps[last + 1])
+        if last is not None and last + 1 < len(steps)
+        else None,
+    }
 
 
 def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
@@ -206,7 +335,9 @@ def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
     ax.axhline(single["epsilon"] * star, color="r", ls="--", label=r"$\varepsilon\|\theta^*\|^2$")
     lo, hi = paper["fig1a_first_below"][0], paper["fig1a_last_above"][1]
     ax.axvspan(lo, hi, color="0.8", label="paper: crossing")
-    ax.loglog([paper["fig1a_epochs"]], [paper["fig1a_end_J"]], "kx", ms=9, mew=2, label="paper: end")
+    ax.loglog(
+        [paper["fig1a_epochs"]], [paper["fig1a_end_J"]], "kx", ms=9, mew=2, label="paper: end"
+    )
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(rf"one run, $\varepsilon={single['epsilon']:g}$ (Fig. 1a)")
@@ -214,9 +345,13 @@ def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
     ax = axes[1]
     rows = sorted((r for r in recs if r["run"] == "sweep"), key=lambda r: -r["epsilon"])
     e = np.array([r["epsilon"] for r in rows])
-    ax.loglog(e, [r["min_loss"] for r in rows], "o-", color="tab:blue", label=r"smallest $J$, this run")
+    ax.loglog(
+        e, [r["min_loss"] for r in rows], "o-", color="tab:blue", label=r"smallest $J$, this run"
+    )
     pe = sorted(paper["fig1b_min_J"], reverse=True)
-    ax.loglog(pe, [paper["fig1b_min_J"][x] for x in pe], "kx", ms=9, mew=2, ls="none", label="paper")
+    ax.loglog(
+        pe, [paper["fig1b_min_J"][x] for x in pe], "kx", ms=9, mew=2, ls="none", label="paper"
+    )
     ax.set_xlabel(r"$\varepsilon$")
     ax.set_title("warm-started sweep (Fig. 1b)")
     ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
@@ -224,8 +359,11 @@ def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
     return fig
 
 
-@register("regularised-training", "Tikhonov: the authors' single run and warm-started epsilon sweep (N=10, d=16)",
-          plot=plot_regularised)
+@register(
+    "regularised-training",
+    "Tikhonov: the authors' single run and warm-started epsilon sweep (N=10, d=16)",
+    plot=plot_regularised,
+)
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, SIZES))
     threads = torch.get_num_threads()
@@ -237,9 +375,11 @@ def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     return params, records
 
 
-@register("regularised-training-paper",
-          "Tikhonov: the authors' Figure 1a run and Figure 1b sweep on their own draw of data and initialisation",
-          plot=plot_against_paper)
+@register(
+    "regularised-training-paper",
+    "Tikhonov: the authors' Figure 1a run and Figure 1b sweep on their own draw of data and initialisation",
+    plot=plot_against_paper,
+)
 def run_authors(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, AUTHORS_SIZES))
     threads = torch.get_num_threads()
@@ -251,7 +391,9 @@ def run_authors(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     return params, records
 
 
-@register("regularised-training-seeds", "Tikhonov: the warm-started sweep from other initialisations")
+@register(
+    "regularised-training-seeds", "Tikhonov: the warm-started sweep from other initialisations"
+)
 def run_seed_sweeps(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, SEED_SIZES))
     threads = torch.get_num_threads()

@@ -20,13 +20,27 @@ import numpy as np
 import torch
 
 from ..results import committed_results
-from ..xor.ffnn import FFNNParams, WidthRuns, parameter_count, smallest_reliable_width, train_ffnn, width_records
+from ..xor.ffnn import (
+    FFNNParams,
+    WidthRuns,
+    parameter_count,
+    smallest_reliable_width,
+    train_ffnn,
+    width_records,
+)
 from . import register, size_config
 from .one_step import m95_by_d
 
 #: Hyper-parameters of every FFNN run (Adam, a fresh batch of 256 per step, a validation check
 #: every 25 steps, single precision since the loop's cost is its matrix products).
-FFNN_TRAINING = {"batch": 256, "lr": 1e-2, "target": 0.01, "eval_every": 25, "n_val": 2048, "n_test": 8192}
+FFNN_TRAINING = {
+    "batch": 256,
+    "lr": 1e-2,
+    "target": 0.01,
+    "eval_every": 25,
+    "n_val": 2048,
+    "n_test": 8192,
+}
 #: Floating-point type of the FFNN runs.
 FFNN_DTYPE = torch.float32
 #: The reliability at which the two models are compared, success in at least 90% of restarts or draws.
@@ -36,28 +50,62 @@ MORE_SEED = 10_000
 
 SIZES = {
     "ci": {"d": [8], "widths": [6, 7, 8], "restarts": 10, "max_steps": 2000},
-    "full": {"d": [8, 16, 32, 64, 128], "widths": [1, 2, 3, 4, 5, 6, 7, 8], "restarts": 10, "max_steps": 20000,
-             "more_restarts": {"widths": [2, 3, 4, 5], "restarts": 40}},
+    "full": {
+        "d": [8, 16, 32, 64, 128],
+        "widths": [1, 2, 3, 4, 5, 6, 7, 8],
+        "restarts": 10,
+        "max_steps": 20000,
+        "more_restarts": {"widths": [2, 3, 4, 5], "restarts": 40},
+    },
 }
 
 
-@register("why-transformer", "FFNN widths 1-8 against d: success rate and samples over independent restarts",
-          plot=lambda r: plot_parameters(r), compare_keys=("d", "width"), compare_tol=1e-5)
+@register(
+    "why-transformer",
+    "FFNN widths 1-8 against d: success rate and samples over independent restarts",
+    plot=lambda r: plot_parameters(r),  # noqa: PLW0108 (plot_parameters is defined below)
+    compare_keys=("d", "width"),
+    compare_tol=1e-5,
+)
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, SIZES)
     records = []
     for d in cfg["d"]:
-        runs = train_ffnn(d, cfg["widths"], (0, d - 1), restarts=cfg["restarts"], max_steps=cfg["max_steps"],
-                          seed=d, dtype=FFNN_DTYPE, device=device, **FFNN_TRAINING)
+        runs = train_ffnn(
+            d,
+            cfg["widths"],
+            (0, d - 1),
+            restarts=cfg["restarts"],
+            max_steps=cfg["max_steps"],
+            seed=d,
+            dtype=FFNN_DTYPE,
+            device=device,
+            **FFNN_TRAINING,
+        )
         more = cfg.get("more_restarts")
         if more:
-            extra = train_ffnn(d, more["widths"], (0, d - 1), restarts=more["restarts"], max_steps=cfg["max_steps"],
-                               seed=d + MORE_SEED, dtype=FFNN_DTYPE, device=device, **FFNN_TRAINING)
-            records += [record for row in join_restarts(runs, extra) for record in width_records(row)]
+            extra = train_ffnn(
+                d,
+                more["widths"],
+                (0, d - 1),
+                restarts=more["restarts"],
+                max_steps=cfg["max_steps"],
+                seed=d + MORE_SEED,
+                dtype=FFNN_DTYPE,
+                device=device,
+                **FFNN_TRAINING,
+            )
+            records += [
+                record for row in join_restarts(runs, extra) for record in width_records(row)
+            ]
         else:
             records += width_records(runs)
-    params = {**cfg, "training": {**FFNN_TRAINING, "optimizer": "adam", "dtype": str(FFNN_DTYPE)},
-              "support": "(0, d-1)", "seed": "d" + (f"; more_restarts: d + {MORE_SEED}" if cfg.get("more_restarts") else "")}
+    params = {
+        **cfg,
+        "training": {**FFNN_TRAINING, "optimizer": "adam", "dtype": str(FFNN_DTYPE)},
+        "support": "(0, d-1)",
+        "seed": "d" + (f"; more_restarts: d + {MORE_SEED}" if cfg.get("more_restarts") else ""),
+    }
     return params, records
 
 
@@ -92,7 +140,9 @@ def join_restarts(first: WidthRuns, more: WidthRuns) -> list[WidthRuns]:
     """
     for field in ("d", "batch", "max_steps", "target"):
         if getattr(first, field) != getattr(more, field):
-            raise ValueError(f"the runs differ in {field}: {getattr(first, field)} and {getattr(more, field)}")
+            raise ValueError(
+                f"the runs differ in {field}: {getattr(first, field)} and {getattr(more, field)}"
+            )
     missing = sorted(set(more.widths) - set(first.widths))
     if missing:
         raise ValueError(f"more has widths {missing} that first lacks")
@@ -102,8 +152,14 @@ def join_restarts(first: WidthRuns, more: WidthRuns) -> list[WidthRuns]:
         if w in more.widths:
             j = more.widths.index(w)
             extra = _row(more, j)
-            row = row._replace(**{f: torch.cat([getattr(row, f), getattr(extra, f)], 1) for f in _PER_RESTART},
-                               params=[FFNNParams(*(torch.cat([p, q], 0) for p, q in zip(row.params[0], extra.params[0])))])
+            row = row._replace(
+                **{f: torch.cat([getattr(row, f), getattr(extra, f)], 1) for f in _PER_RESTART},
+                params=[
+                    FFNNParams(
+                        *(torch.cat([p, q], 0) for p, q in zip(row.params[0], extra.params[0]))
+                    )
+                ],
+            )
         rows.append(row)
     return rows
 
@@ -112,8 +168,11 @@ _PER_RESTART = ("steps", "test_loss", "test_loss_se", "rejected", "held_out_loss
 
 
 def _row(runs: WidthRuns, k: int) -> WidthRuns:
-    return runs._replace(widths=(runs.widths[k],), params=[runs.params[k]],
-                         **{f: getattr(runs, f)[k:k + 1] for f in _PER_RESTART})
+    return runs._replace(
+        widths=(runs.widths[k],),
+        params=[runs.params[k]],
+        **{f: getattr(runs, f)[k : k + 1] for f in _PER_RESTART},
+    )
 
 
 def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, float]:
@@ -126,13 +185,24 @@ def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, f
 def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact (Clopper-Pearson) ``level`` interval for a success probability from ``successes`` of ``n``,
     by bisection on the binomial tails (computed in log space, no SciPy)."""
-    if isinstance(successes, bool) or not 0 <= successes <= n or n < 1 or int(successes) != successes:
-        raise ValueError(f"need integers 0 <= successes <= n and n >= 1, got successes={successes}, n={n}")
+    if (
+        isinstance(successes, bool)
+        or not 0 <= successes <= n
+        or n < 1
+        or int(successes) != successes
+    ):
+        raise ValueError(
+            f"need integers 0 <= successes <= n and n >= 1, got successes={successes}, n={n}"
+        )
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
     alpha = (1 - level) / 2
     k = torch.arange(n + 1, dtype=torch.float64)
-    log_choose = torch.lgamma(torch.tensor(n + 1.0, dtype=torch.float64)) - torch.lgamma(k + 1) - torch.lgamma(n - k + 1)
+    log_choose = (
+        torch.lgamma(torch.tensor(n + 1.0, dtype=torch.float64))
+        - torch.lgamma(k + 1)
+        - torch.lgamma(n - k + 1)
+    )
 
     def pmf(p: float) -> torch.Tensor:
         return torch.exp(log_choose + k * math.log(p) + (n - k) * math.log1p(-p))
@@ -145,7 +215,9 @@ def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float,
         return (lo + hi) / 2
 
     lower = 0.0 if successes == 0 else bisect(lambda p: float(pmf(p)[successes:].sum()) < alpha)
-    upper = 1.0 if successes == n else bisect(lambda p: float(pmf(p)[: successes + 1].sum()) > alpha)
+    upper = (
+        1.0 if successes == n else bisect(lambda p: float(pmf(p)[: successes + 1].sum()) > alpha)
+    )
     return lower, upper
 
 
@@ -155,8 +227,9 @@ def consistent_with(successes: int, n: int, rate: float = RELIABILITY, level: fl
     return clopper_pearson(successes, n, level)[1] >= rate
 
 
-def smallest_consistent(rows: list[tuple[int, int, int]], rate: float = RELIABILITY,
-                        level: float = 0.95) -> int | None:
+def smallest_consistent(
+    rows: list[tuple[int, int, int]], rate: float = RELIABILITY, level: float = 0.95
+) -> int | None:
     """Smallest size ``s`` of ``rows = [(size, successes, n), ...]`` from which *every* size
     ``>= s`` has a rate :func:`consistent_with` ``rate`` (so a size that is, and a larger one that is
     shown below ``rate``, does not count); ``None`` if the largest size is not consistent."""
@@ -186,7 +259,9 @@ def transformer_consistent_m(grid: dict, rate: float = RELIABILITY) -> dict[int,
     the one-step grid's records at each ``d``)."""
     out = {}
     for d in sorted({r["d"] for r in grid["records"]}):
-        m = smallest_consistent([(r["m"], r["success"], r["seeds"]) for r in grid["records"] if r["d"] == d], rate)
+        m = smallest_consistent(
+            [(r["m"], r["success"], r["seeds"]) for r in grid["records"] if r["d"] == d], rate
+        )
         if m is not None:
             out[d] = m
     return out
@@ -202,12 +277,19 @@ def interval_threshold(n: int, rate: float = RELIABILITY, level: float = 0.95) -
 
 def _side(size: float, parameters: float, successes: int, n: int, level: float) -> dict:
     lo, hi = clopper_pearson(successes, n, level)
-    return {"size": size, "parameters": parameters, "successes": successes, "n": n, "rate": successes / n,
-            "interval": (lo, hi)}
+    return {
+        "size": size,
+        "parameters": parameters,
+        "successes": successes,
+        "n": n,
+        "rate": successes / n,
+        "interval": (lo, hi),
+    }
 
 
-def matched_reliability(records: list[dict], grid: dict, rate: float = RELIABILITY,
-                        level: float = 0.95) -> list[dict]:
+def matched_reliability(
+    records: list[dict], grid: dict, rate: float = RELIABILITY, level: float = 0.95
+) -> list[dict]:
     """Both models' smallest sizes at reliability ``rate``, by both rules, with the measured
     reliability of each chosen size and its exact ``level`` interval, at every ``d`` of either side.
 
@@ -246,7 +328,13 @@ def matched_reliability(records: list[dict], grid: dict, rate: float = RELIABILI
     by_dm = {(r["d"], r["m"]): r for r in grid["records"]}
     rows = []
     for d in sorted({r["d"] for r in records} | {r["d"] for r in grid["records"]}):
-        row = {"d": d, "ffnn_point": None, "ffnn_interval": None, "tf_point": None, "tf_interval": None}
+        row = {
+            "d": d,
+            "ffnn_point": None,
+            "ffnn_interval": None,
+            "tf_point": None,
+            "tf_interval": None,
+        }
         for key, chosen in (("ffnn_point", f_point), ("ffnn_interval", f_int)):
             if d in chosen:
                 r = chosen[d]
@@ -262,7 +350,9 @@ def matched_reliability(records: list[dict], grid: dict, rate: float = RELIABILI
         for rule in ("point", "interval"):
             f, t = row[f"ffnn_{rule}"], row[f"tf_{rule}"]
             row[f"ratio_{rule}"] = f["parameters"] / t["parameters"] if f and t else None
-        row["floor_ratio"] = parameter_count(d, 2) / row["tf_point"]["parameters"] if row["tf_point"] else None
+        row["floor_ratio"] = (
+            parameter_count(d, 2) / row["tf_point"]["parameters"] if row["tf_point"] else None
+        )
         rows.append(row)
     return rows
 
@@ -289,8 +379,15 @@ def plot_rates(results: dict):
         for j, d in enumerate(ds):
             r = by_cell.get((d, w))
             if r is not None:
-                ax.text(j, i, f"{r['successes']}/{r['restarts']}", ha="center", va="center", fontsize=9,
-                        color="white" if rates[i, j] < 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{r['successes']}/{r['restarts']}",
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if rates[i, j] < 0.6 else "black",
+                )
     ax.set_xticks(range(len(ds)), [str(d) for d in ds])
     ax.set_yticks(range(len(widths)), [str(w) for w in widths])
     ax.set(xlabel="input length d", ylabel="hidden width w")
@@ -315,23 +412,45 @@ def plot_parameters(results: dict, grid: dict | None = None, rate: float = RELIA
     line = np.array([min(d_all), max(d_all)], dtype=float)
     ax.loglog(line, line, ":", color="gray", label=r"$d$ (slope of the $\Omega(d)$ bounds)")
     ax.loglog(line, 2 * line + 5, "--", color="C0", lw=1, label=r"$2d+5$: smallest exact ReLU net")
-    for share, marker, label in [(rate, "o", f"FFNN, success in $\\geq$ {rate:.0%} of restarts"),
-                                 (1e-9, "x", "FFNN, success in at least one restart")]:
+    for share, marker, label in [
+        (rate, "o", f"FFNN, success in $\\geq$ {rate:.0%} of restarts"),
+        (1e-9, "x", "FFNN, success in at least one restart"),
+    ]:
         best = smallest_reliable_width(records, share)
         ds = sorted(best)
-        ax.loglog(ds, [best[d]["parameters"] for d in ds], marker + "-", color="C0", ms=7,
-                  mfc="none" if marker == "o" else None, label=label)
+        ax.loglog(
+            ds,
+            [best[d]["parameters"] for d in ds],
+            marker + "-",
+            color="C0",
+            ms=7,
+            mfc="none" if marker == "o" else None,
+            label=label,
+        )
     ds = sorted(tf)
-    ax.loglog(ds, [2 * tf[d] for d in ds], "s-", color="C3", ms=6,
-              label=f"transformer $2m$, one-step success $\\geq$ {rate:.0%}")
+    ax.loglog(
+        ds,
+        [2 * tf[d] for d in ds],
+        "s-",
+        color="C3",
+        ms=6,
+        label=f"transformer $2m$, one-step success $\\geq$ {rate:.0%}",
+    )
     ax.set(xlabel="input length d", ylabel="trainable parameters")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.19), ncol=2)  # below the axes and its label
+    ax.legend(
+        fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.19), ncol=2
+    )  # below the axes and its label
     fig.tight_layout()
     return fig
 
 
-def plot_reliability(results: dict, grid: dict | None = None, rate: float = RELIABILITY,
-                     widths: tuple[int, ...] = (2, 3, 4, 5), level: float = 0.95):
+def plot_reliability(
+    results: dict,
+    grid: dict | None = None,
+    rate: float = RELIABILITY,
+    widths: tuple[int, ...] = (2, 3, 4, 5),
+    level: float = 0.95,
+):
     """Measured reliability of both models against ``d``, each with its exact ``level`` interval
     (:func:`clopper_pearson`): the FFNN's success rate over its restarts for each of ``widths``, and
     the transformer's one-step success rate at the ``m`` each rule picks
@@ -341,7 +460,11 @@ def plot_reliability(results: dict, grid: dict | None = None, rate: float = RELI
     grid = committed_results("one-step-grid") if grid is None else grid
     records = results["records"]
     ffnn_ds = sorted({r["d"] for r in records})
-    rows = [r for r in matched_reliability(records, grid, rate, level) if r["tf_point"] and r["d"] <= max(ffnn_ds)]
+    rows = [
+        r
+        for r in matched_reliability(records, grid, rate, level)
+        if r["tf_point"] and r["d"] <= max(ffnn_ds)
+    ]
     fig, ax = plt.subplots(figsize=(6.4, 4.8))
     offsets = np.linspace(-0.12, 0.12, len(widths) + 2)  # spread the series a little along log2 d
     for k, w in enumerate(widths):
@@ -351,16 +474,33 @@ def plot_reliability(results: dict, grid: dict | None = None, rate: float = RELI
         x = [2 ** (math.log2(d) + offsets[k]) for d, _, _ in cells]
         y = np.array([s / n for _, s, n in cells])
         ci = np.array([clopper_pearson(s, n, level) for _, s, n in cells])
-        ax.errorbar(x, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt="o-", color=f"C{k}", ms=5, capsize=3, lw=1.2,
-                    label=f"FFNN width {w} ({cells[0][2]} restarts)")
+        ax.errorbar(
+            x,
+            y,
+            yerr=[y - ci[:, 0], ci[:, 1] - y],
+            fmt="o-",
+            color=f"C{k}",
+            ms=5,
+            capsize=3,
+            lw=1.2,
+            label=f"FFNN width {w} ({cells[0][2]} restarts)",
+        )
     for j, (rule, marker) in enumerate((("point", "s"), ("interval", "D"))):
         side = [(r["d"], r[f"tf_{rule}"]) for r in rows if r[f"tf_{rule}"]]
         x = [2 ** (math.log2(d) + offsets[len(widths) + j]) for d, _ in side]
         y = np.array([t["rate"] for _, t in side])
         ci = np.array([t["interval"] for _, t in side])
-        ax.errorbar(x, y, yerr=[y - ci[:, 0], ci[:, 1] - y], fmt=marker, color="k", ms=6, capsize=3,
-                    mfc="none" if j else None,
-                    label=f"transformer at the {rule}-rule $m$ ({'/'.join(sorted({str(t['n']) for _, t in side}))} draws)")
+        ax.errorbar(
+            x,
+            y,
+            yerr=[y - ci[:, 0], ci[:, 1] - y],
+            fmt=marker,
+            color="k",
+            ms=6,
+            capsize=3,
+            mfc="none" if j else None,
+            label=f"transformer at the {rule}-rule $m$ ({'/'.join(sorted({str(t['n']) for _, t in side}))} draws)",
+        )
     ax.axhline(rate, color="gray", ls=":", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_xticks(ffnn_ds, [str(d) for d in ffnn_ds])
@@ -375,7 +515,26 @@ def smallest_parameters(records: list[dict], rate: float) -> dict[int, int]:
     return {d: r["parameters"] for d, r in smallest_reliable_width(records, rate).items()}
 
 
-__all__ = ["FFNN_TRAINING", "FFNN_DTYPE", "RELIABILITY", "SIZES", "run", "transformer_smallest_m", "clopper_pearson",
-           "consistent_with", "smallest_consistent", "interval_threshold", "matched_reliability", "join_restarts",
-           "MORE_SEED", "ffnn_consistent_width", "transformer_consistent_m",
-           "rate_table", "plot_rates", "plot_reliability", "plot_parameters", "smallest_parameters", "parameter_count"]
+__all__ = [
+    "FFNN_DTYPE",
+    "FFNN_TRAINING",
+    "MORE_SEED",
+    "RELIABILITY",
+    "SIZES",
+    "clopper_pearson",
+    "consistent_with",
+    "ffnn_consistent_width",
+    "interval_threshold",
+    "join_restarts",
+    "matched_reliability",
+    "parameter_count",
+    "plot_parameters",
+    "plot_rates",
+    "plot_reliability",
+    "rate_table",
+    "run",
+    "smallest_consistent",
+    "smallest_parameters",
+    "transformer_consistent_m",
+    "transformer_smallest_m",
+]

@@ -30,6 +30,7 @@ from .construct import (
     random_dataset,
     softmax_certificate,
 )
+from .enclosures import feed_forward_enclosure, softmax_attention_enclosure
 from .layers import (
     as_exact,
     attention_scores,
@@ -41,7 +42,6 @@ from .layers import (
     self_attention,
 )
 from .lemmas import identity_layer, identity_matrix, rank_one_layer
-from .enclosures import feed_forward_enclosure, softmax_attention_enclosure
 from .softmax import snap_layer
 
 __all__ = [

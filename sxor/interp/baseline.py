@@ -14,9 +14,9 @@ the output is the first :math:`m d` coordinates, read as :math:`m` tokens (so it
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Sequence
 
 import mpmath
 import numpy as np
 
 from .dataset import check_dataset
-from .exact import fractions, l1, sqrt_upper
-from .layers import hausdorff_squared
-from .network import ENCLOSURE_BITS, Block, InterpolatingTransformer, SALayer, _apply_ff, check_temperature, identity_sa
 from .enclosures import (
     MAX_PREC,
     _int_matmul,
@@ -21,6 +19,17 @@ from .enclosures import (
     mean_attention_enclosure,
     softmax_attention_box,
     softmax_attention_enclosure,
+)
+from .exact import fractions, sqrt_upper
+from .layers import hausdorff_squared
+from .network import (
+    ENCLOSURE_BITS,
+    Block,
+    InterpolatingTransformer,
+    SALayer,
+    _apply_ff,
+    check_temperature,
+    identity_sa,
 )
 
 
@@ -58,7 +67,9 @@ def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fract
     return (gap if gap is not None else Fraction(1)), spread
 
 
-def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence) -> list[Fraction]:
+def interpolation_errors(
+    T: InterpolatingTransformer, inputs: Sequence, targets: Sequence
+) -> list[Fraction]:
     r"""Squared Hausdorff distances :math:`d_H(T(X_j), Y_j)^2`, exact Fractions.
 
     Hardmax: the exact outputs. Softmax: the outputs with every temperature-dependent layer replaced
@@ -81,7 +92,9 @@ def interpolation_errors(T: InterpolatingTransformer, inputs: Sequence, targets:
         than ``T.d``.
     """
     if not isinstance(T, InterpolatingTransformer):
-        raise TypeError(f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}")
+        raise TypeError(
+            f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}"
+        )
     X, Y = check_dataset(inputs, targets)
     return [hausdorff_squared(out, y) for out, y in zip(T.map(X), Y)]
 
@@ -100,8 +113,13 @@ def box_hausdorff_squared(lo: np.ndarray, hi: np.ndarray, Y: np.ndarray) -> Frac
     Y
         Target tokens ``[m, d]`` (exact).
     """
-    far = [[sum((max((a - c) ** 2, (b - c) ** 2) for a, b, c in zip(lo[i], hi[i], y)), Fraction(0))
-            for y in Y] for i in range(lo.shape[0])]
+    far = [
+        [
+            sum((max((a - c) ** 2, (b - c) ** 2) for a, b, c in zip(lo[i], hi[i], y)), Fraction(0))
+            for y in Y
+        ]
+        for i in range(lo.shape[0])
+    ]
     forward = max(min(row) for row in far)
     backward = max(min(far[i][k] for i in range(lo.shape[0])) for k in range(Y.shape[0]))
     return max(forward, backward)
@@ -111,7 +129,9 @@ def _temperature_dependent(sa: SALayer) -> bool:
     return not (sa.is_identity or sa.scores_constant)
 
 
-def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
+def propagate_boxes(
+    blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
     r"""Push per-sequence boxes through ``blocks`` in exact interval arithmetic.
 
     FFs by :func:`sxor.interp.enclosures.feed_forward_enclosure`, attention layers with :math:`A = 0` by
@@ -134,13 +154,21 @@ def propagate_boxes(blocks: Sequence, boxes: list[tuple[np.ndarray, np.ndarray]]
         ff = block.ff
         if not ff.is_identity:  # token-wise: one call on the stacked boxes of every sequence
             cuts = np.cumsum([0] + [lo.shape[0] for lo, _ in boxes])
-            lo, hi = feed_forward_enclosure(np.concatenate([b[0] for b in boxes]), np.concatenate([b[1] for b in boxes]),
-                                            ff.eta, ff.W, ff.U, ff.b)
-            boxes = [(lo[a:b], hi[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+            lo, hi = feed_forward_enclosure(
+                np.concatenate([b[0] for b in boxes]),
+                np.concatenate([b[1] for b in boxes]),
+                ff.eta,
+                ff.W,
+                ff.U,
+                ff.b,
+            )
+            boxes = [(lo[a:b], hi[a:b]) for a, b in itertools.pairwise(cuts)]
         if block.sa.is_identity:
             continue
         if not block.sa.scores_constant:
-            raise ValueError("the certificate handles one temperature-dependent attention layer per network")
+            raise ValueError(
+                "the certificate handles one temperature-dependent attention layer per network"
+            )
         boxes = [mean_attention_enclosure(lo, hi, block.sa.rho, block.sa.beta) for lo, hi in boxes]
     return boxes
 
@@ -163,11 +191,20 @@ def enclosure_bits(radius: Fraction | None) -> int:
     """
     if radius is None or radius >= 1:
         return ENCLOSURE_BITS
-    return min(MAX_PREC, ENCLOSURE_BITS + radius.denominator.bit_length() - radius.numerator.bit_length() + 1)
+    return min(
+        MAX_PREC,
+        ENCLOSURE_BITS + radius.denominator.bit_length() - radius.numerator.bit_length() + 1,
+    )
 
 
-def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: Sequence, tau=None, *,
-                        reference: bool = False) -> dict:
+def softmax_certificate(
+    T: InterpolatingTransformer,
+    inputs: Sequence,
+    targets: Sequence,
+    tau=None,
+    *,
+    reference: bool = False,
+) -> dict:
     r"""Rigorous check of a softmax network at temperature ``tau`` (default ``T.tau``).
 
     Runs the layers exactly up to the temperature-dependent attention layer (the collapse; every
@@ -239,7 +276,9 @@ def softmax_certificate(T: InterpolatingTransformer, inputs: Sequence, targets: 
         with two temperature-dependent attention layers.
     """
     if not isinstance(T, InterpolatingTransformer):
-        raise TypeError(f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}")
+        raise TypeError(
+            f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}"
+        )
     if T.attention != "softmax":
         raise ValueError("softmax_certificate needs a transformer built with attention='softmax'")
     if not isinstance(reference, bool):
@@ -277,7 +316,7 @@ def exact_states(blocks: Sequence, states: list[np.ndarray]) -> list[np.ndarray]
         for an attention layer whose scores are not constant.
     """
     sizes = [s.shape[0] for s in states]
-    cuts = np.cumsum([0] + sizes)
+    cuts = np.cumsum([0, *sizes])
     P, D = integer_form(np.concatenate(states, axis=0).T)  # [d, K]: tokens as columns
     for block in blocks:
         ff, sa = block.ff, block.sa
@@ -295,20 +334,24 @@ def exact_states(blocks: Sequence, states: list[np.ndarray]) -> list[np.ndarray]
         if sa.is_identity:
             continue
         if not sa.scores_constant:
-            raise ValueError("exact_states handles attention layers with A = 0 (or the identity) only")
+            raise ValueError(
+                "exact_states handles attention layers with A = 0 (or the identity) only"
+            )
         rho, beta = Fraction(sa.rho), Fraction(sa.beta)
         L = math.lcm(*sizes)
         parts = []
         for a, b, n in zip(cuts[:-1], cuts[1:], sizes):
             block_sum = P[:, a:b].sum(axis=1).reshape(-1, 1)
-            parts.append(rho.numerator * beta.denominator * L * P[:, a:b]
-                         + rho.denominator * beta.numerator * (L // n) * block_sum)
+            parts.append(
+                rho.numerator * beta.denominator * L * P[:, a:b]
+                + rho.denominator * beta.numerator * (L // n) * block_sum
+            )
         P = np.concatenate(parts, axis=1)
         D = rho.denominator * beta.denominator * L * D
         P, D = _reduce(P, D)
     out = np.empty(P.T.shape, dtype=object)
     out.flat[:] = [Fraction(int(v), D) for v in P.T.flat]
-    return [out[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
+    return [out[a:b] for a, b in itertools.pairwise(cuts)]
 
 
 def _reduce(P: np.ndarray, D: int) -> tuple[np.ndarray, int]:
@@ -316,8 +359,12 @@ def _reduce(P: np.ndarray, D: int) -> tuple[np.ndarray, int]:
     return (P // g, D // g) if g > 1 else (P, D)
 
 
-def _certificate(T: InterpolatingTransformer, X: list, Y: list, tau: Fraction, *, fast: bool) -> dict:
-    at = next((k for k, block in enumerate(T.blocks) if _temperature_dependent(block.sa)), len(T.blocks))
+def _certificate(
+    T: InterpolatingTransformer, X: list, Y: list, tau: Fraction, *, fast: bool
+) -> dict:
+    at = next(
+        (k for k, block in enumerate(T.blocks) if _temperature_dependent(block.sa)), len(T.blocks)
+    )
     boxes = None  # per sequence (lo, hi) once the temperature-dependent layer has acted
     deviation = Fraction(0)
     if fast:
@@ -328,9 +375,13 @@ def _certificate(T: InterpolatingTransformer, X: list, Y: list, tau: Fraction, *
             states = [block.sa(s, 0) for s in _apply_ff(block.ff, states)]
     if at < len(T.blocks):
         sa = T.blocks[at].sa
-        later = T.blocks[at + 1:]
+        later = T.blocks[at + 1 :]
         boxes = []
-        pre = exact_states([Block(T.blocks[at].ff, identity_sa(T.d), "")], states) if fast else _apply_ff(T.blocks[at].ff, states)
+        pre = (
+            exact_states([Block(T.blocks[at].ff, identity_sa(T.d), "")], states)
+            if fast
+            else _apply_ff(T.blocks[at].ff, states)
+        )
         for s in pre:
             if fast:
                 centre, radius, _ = softmax_attention_box(s, sa.A, sa.rho, sa.V, tau)
@@ -341,21 +392,50 @@ def _certificate(T: InterpolatingTransformer, X: list, Y: list, tau: Fraction, *
                     merged: dict[tuple, int] = {}
                     keep = [merged.setdefault(tuple(row), i) for i, row in enumerate(centre)]
                     idx = sorted(set(keep))
-                    lo = np.array([[min(lo[i, r] for i in range(s.shape[0]) if keep[i] == j) for r in range(T.d)] for j in idx], dtype=object)
-                    hi = np.array([[max(hi[i, r] for i in range(s.shape[0]) if keep[i] == j) for r in range(T.d)] for j in idx], dtype=object)
+                    lo = np.array(
+                        [
+                            [
+                                min(lo[i, r] for i in range(s.shape[0]) if keep[i] == j)
+                                for r in range(T.d)
+                            ]
+                            for j in idx
+                        ],
+                        dtype=object,
+                    )
+                    hi = np.array(
+                        [
+                            [
+                                max(hi[i, r] for i in range(s.shape[0]) if keep[i] == j)
+                                for r in range(T.d)
+                            ]
+                            for j in idx
+                        ],
+                        dtype=object,
+                    )
             else:
                 hard = sa(s, 0)
-                lo, hi = softmax_attention_enclosure(s, sa.A, sa.rho, sa.V, tau, enclosure_bits(T.radius))
+                lo, hi = softmax_attention_enclosure(
+                    s, sa.A, sa.rho, sa.V, tau, enclosure_bits(T.radius)
+                )
                 for i in range(s.shape[0]):
-                    dev = sum((max(abs(a - c), abs(b - c)) for a, b, c in zip(lo[i], hi[i], hard[i])), Fraction(0))
+                    dev = sum(
+                        (max(abs(a - c), abs(b - c)) for a, b, c in zip(lo[i], hi[i], hard[i])),
+                        Fraction(0),
+                    )
                     deviation = max(deviation, dev)
             boxes.append((lo, hi))
         boxes = propagate_boxes(later, boxes)
     if boxes is None:
         boxes = [(fractions(s), fractions(s)) for s in states]
     bound_sq = max(box_hausdorff_squared(lo, hi, y) for (lo, hi), y in zip(boxes, Y))
-    box_width = max((sum((b - a for a, b in zip(lo[i], hi[i])), Fraction(0)) for lo, hi in boxes
-                     for i in range(lo.shape[0])), default=Fraction(0))
+    box_width = max(
+        (
+            sum((b - a for a, b in zip(lo[i], hi[i])), Fraction(0))
+            for lo, hi in boxes
+            for i in range(lo.shape[0])
+        ),
+        default=Fraction(0),
+    )
     hausdorff_bound = sqrt_upper(bound_sq)
     midpoints = [hausdorff_squared((lo + hi) / 2, y) for (lo, hi), y in zip(boxes, Y)]
     radius = T.radius
@@ -367,6 +447,8 @@ def _certificate(T: InterpolatingTransformer, X: list, Y: list, tau: Fraction, *
         "bound": float(T.error_bound(tau)),
         "radius": radius,
         "certified": radius is None or deviation <= radius,
-        "hausdorff": [float(mpmath.sqrt(mpmath.mpf(h.numerator) / h.denominator)) for h in midpoints],
+        "hausdorff": [
+            float(mpmath.sqrt(mpmath.mpf(h.numerator) / h.denominator)) for h in midpoints
+        ],
         "box_width": box_width,
     }

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import torch
-
-from dataclasses import dataclass
 
 from .layers import Array, Scalar, as_exact, attention_weights, is_exact, self_attention
 from .lemmas import rank_one_layer
@@ -55,9 +54,13 @@ def _sequence(name: str, X: object) -> Array:
         if X.dtype.kind == "f" and not np.isfinite(X).all():
             raise ValueError(f"{name} contains nan or inf")
     else:
-        raise ValueError(f"{name} must be a tensor, a numpy array or a nested list, got {type(X).__name__}")
+        raise ValueError(
+            f"{name} must be a tensor, a numpy array or a nested list, got {type(X).__name__}"
+        )
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{name} must be one sequence [n, d] with n, d >= 1, got shape {tuple(X.shape)}")
+        raise ValueError(
+            f"{name} must be one sequence [n, d] with n, d >= 1, got shape {tuple(X.shape)}"
+        )
     return X
 
 
@@ -67,7 +70,9 @@ MAX_TRAJECTORY_ENTRIES = 10**8
 MAX_TRAJECTORY_STEPS = 10**6
 
 
-def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar, steps: int) -> Array:
+def attention_trajectory(
+    X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar, steps: int
+) -> Array:
     r"""States ``[steps + 1, n, d]`` of :math:`X, \mathrm{SA}(X), \mathrm{SA}(\mathrm{SA}(X)), \dots` with fixed parameters.
 
     Parameters
@@ -97,9 +102,11 @@ def attention_trajectory(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar,
     shape = tuple(getattr(X, "shape", np.shape(X)))
     entries = (steps + 1) * math.prod(shape)
     if steps > MAX_TRAJECTORY_STEPS or entries > MAX_TRAJECTORY_ENTRIES:
-        raise ValueError(f"steps = {steps} on a sequence of shape {shape} asks for {entries} states' entries; "
-                         f"the limits are steps <= {MAX_TRAJECTORY_STEPS} and (steps + 1) n d <= "
-                         f"{MAX_TRAJECTORY_ENTRIES}: iterate in chunks (start from the last state)")
+        raise ValueError(
+            f"steps = {steps} on a sequence of shape {shape} asks for {entries} states' entries; "
+            f"the limits are steps <= {MAX_TRAJECTORY_STEPS} and (steps + 1) n d <= "
+            f"{MAX_TRAJECTORY_ENTRIES}: iterate in chunks (start from the last state)"
+        )
     states = [X]
     for _ in range(steps):
         states.append(self_attention(states[-1], A, rho, V, tau))
@@ -252,15 +259,25 @@ def snap_pipeline(X: Array, v: Array) -> SnapPipeline:
     if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
         raise ValueError(f"X must be a sequence [n, d] with n >= 2 tokens, got shape {X.shape}")
     if v.shape != (X.shape[1],):
-        raise ValueError(f"v must have shape [d] = ({X.shape[1]},) (the token dimension of X), got {v.shape}")
+        raise ValueError(
+            f"v must have shape [d] = ({X.shape[1]},) (the token dimension of X), got {v.shape}"
+        )
     p = [sum(a * b for a, b in zip(x, v)) for x in X]
     s_plus, s_minus = max(p), min(p)
     if s_plus == s_minus:
-        raise ValueError("every token has the same projection <v, x>: there are no two extremes to collapse onto")
+        raise ValueError(
+            "every token has the same projection <v, x>: there are no two extremes to collapse onto"
+        )
     h = (s_plus - s_minus) / 4
     q = v / sum(c * c for c in v)
-    snaps = [snap_layer(v, s_plus, h, X[p.index(s_plus)], q), snap_layer(v, s_minus + h, h, X[p.index(s_minus)], q)]
-    sides = [([i for i in range(len(p)) if p[i] > 0], s_plus), ([i for i in range(len(p)) if p[i] < 0], s_minus)]
+    snaps = [
+        snap_layer(v, s_plus, h, X[p.index(s_plus)], q),
+        snap_layer(v, s_minus + h, h, X[p.index(s_minus)], q),
+    ]
+    sides = [
+        ([i for i in range(len(p)) if p[i] > 0], s_plus),
+        ([i for i in range(len(p)) if p[i] < 0], s_minus),
+    ]
     return SnapPipeline(rank_one_layer(v), h, sides, snaps)
 
 
@@ -285,6 +302,12 @@ def snap_thresholds(X: Array, v: Array, **grid) -> dict[str, float]:
     args = (X, pipe.layer["A"], 0, pipe.layer["V"], v)
     out = {}
     for kind in ("gap", "per-token"):
-        out[kind] = min(snap_temperature_bound(*args, s, pipe.h, toks, kind) for toks, s in pipe.sides if toks)
-    out["measured"] = min(largest_snapping_temperature(*args, s, pipe.h, toks, **grid) for toks, s in pipe.sides if toks)
+        out[kind] = min(
+            snap_temperature_bound(*args, s, pipe.h, toks, kind) for toks, s in pipe.sides if toks
+        )
+    out["measured"] = min(
+        largest_snapping_temperature(*args, s, pipe.h, toks, **grid)
+        for toks, s in pipe.sides
+        if toks
+    )
     return out

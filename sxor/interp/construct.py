@@ -34,10 +34,9 @@ against the paper's :math:`2 \sum_j m_j + 3N`. FF width :math:`\le 4`. Everythin
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Sequence
 
 import mpmath
 import numpy as np
@@ -59,12 +58,32 @@ from .network import (
 )
 
 __all__ = [
-    "FFLayer", "SALayer", "Block", "InterpolatingTransformer", "identity_ff", "identity_sa",
-    "check_dataset", "random_dataset", "injective_direction", "hat_move", "snap_move", "construct",
-    "interpolation_errors", "softmax_certificate", "block_bound", "parameter_bound",
-    "separation_phase", "mean_collapse_phase", "leader_phase", "hardmax_interpolation_phase",
-    "softmax_interpolation_phase", "collapse_layer", "ellipse_parking_spots", "default_temperature", "Separation",
+    "Block",
+    "FFLayer",
+    "InterpolatingTransformer",
     "Leaders",
+    "SALayer",
+    "Separation",
+    "block_bound",
+    "check_dataset",
+    "collapse_layer",
+    "construct",
+    "default_temperature",
+    "ellipse_parking_spots",
+    "hardmax_interpolation_phase",
+    "hat_move",
+    "identity_ff",
+    "identity_sa",
+    "injective_direction",
+    "interpolation_errors",
+    "leader_phase",
+    "mean_collapse_phase",
+    "parameter_bound",
+    "random_dataset",
+    "separation_phase",
+    "snap_move",
+    "softmax_certificate",
+    "softmax_interpolation_phase",
 ]
 
 
@@ -98,7 +117,9 @@ class Separation:
     start: int
 
 
-def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: int = 1) -> Separation:
+def separation_phase(
+    states: list[np.ndarray], d: int, *, shift: bool, start: int = 1
+) -> Separation:
     r"""Phase 1 (Lemmas 13.3-13.4): hat moves until the sequence means are pairwise distinct.
 
     At most :math:`N - 1` moves. With ``shift=True`` it then adds the SA
@@ -120,14 +141,18 @@ def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: in
     """
     if shift:
         owners: dict[Token, int] = {}
-        overlap = any(owners.setdefault(tuple(row), j) != j for j, s in enumerate(states) for row in s)
+        overlap = any(
+            owners.setdefault(tuple(row), j) != j for j, s in enumerate(states) for row in s
+        )
         if not overlap:
             return Separation((), None, states, start)
     direction = tuple(Fraction(c + 1) for c in range(d))
     moves: list[FFLayer] = []
     while True:
         means = [mean(s) for s in states]
-        pair = next(((j, k) for j in range(len(states)) for k in range(j) if means[j] == means[k]), None)
+        pair = next(
+            ((j, k) for j in range(len(states)) for k in range(j) if means[j] == means[k]), None
+        )
         if pair is None:
             break
         j, k = pair
@@ -144,16 +169,27 @@ def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: in
             new_p = tuple(a + b for a, b in zip(p, D))
             if new_p in values:
                 continue
-            new_means = [tuple(m + (Dc / s.shape[0] if contains[i] else 0) for m, Dc in zip(means[i], D))
-                         for i, s in enumerate(states)]
+            new_means = [
+                tuple(m + (Dc / s.shape[0] if contains[i] else 0) for m, Dc in zip(means[i], D))
+                for i, s in enumerate(states)
+            ]
             if new_means[j] != new_means[k] and all(
-                means[a] == means[b] or new_means[a] != new_means[b] for a in range(len(states)) for b in range(a)
+                means[a] == means[b] or new_means[a] != new_means[b]
+                for a in range(len(states))
+                for b in range(a)
             ):
                 break
         else:  # pragma: no cover - excluded by Lemma 13.4
             raise AssertionError(f"no displacement separates the means of inputs {k} and {j}")
-        layer = hat_move(values, p, D, d, flat=False, role=f"separate: move {fmt(p)}",
-                         direction=conditioned_direction(values, d))
+        layer = hat_move(
+            values,
+            p,
+            D,
+            d,
+            flat=False,
+            role=f"separate: move {fmt(p)}",
+            direction=conditioned_direction(values, d),
+        )
         moves.append(layer)
         states = _replace(states, p, new_p)
     if not shift:
@@ -161,14 +197,25 @@ def separation_phase(states: list[np.ndarray], d: int, *, shift: bool, start: in
     means = [mean(s) for s in states]
     total = sum(s.shape[0] for s in states)
     lam = 1
-    while len({tuple(x + lam * m for x, m in zip(row, means[j])) for j, s in enumerate(states) for row in s}) != total:
+    while (
+        len(
+            {
+                tuple(x + lam * m for x, m in zip(row, means[j]))
+                for j, s in enumerate(states)
+                for row in s
+            }
+        )
+        != total
+    ):
         lam += 1
     layer = mean_sa(d, Fraction(1), Fraction(lam), f"separate: x + {lam} mean")
     states = [s + np.array([lam * m for m in means[j]], dtype=object) for j, s in enumerate(states)]
     return Separation(tuple(moves), layer, states, start)
 
 
-def mean_collapse_phase(sep: Separation, Y: list[np.ndarray], d: int) -> tuple[list[Block], list[Token]]:
+def mean_collapse_phase(
+    sep: Separation, Y: list[np.ndarray], d: int
+) -> tuple[list[Block], list[Token]]:
     r"""Mean route (every :math:`m_j = 1`): collapse every sequence onto its translated mean.
 
     The separation moves, the last one carrying a translation :math:`t = c \mathbf{1}`
@@ -195,10 +242,19 @@ def mean_collapse_phase(sep: Separation, Y: list[np.ndarray], d: int) -> tuple[l
         U = np.concatenate([last.U, zeros(1, d)])
         b = np.concatenate([last.b, np.array([Fraction(1)], dtype=object)])
         W = np.concatenate([last.W, np.array(t, dtype=object).reshape(d, 1)], axis=1)
-        moves[-1] = FFLayer(last.eta, U, b, W, last.role + f"; translate by {fmt(t)}", last.gap, last.v_l1)
+        moves[-1] = FFLayer(
+            last.eta, U, b, W, last.role + f"; translate by {fmt(t)}", last.gap, last.v_l1
+        )
     else:
-        moves = [FFLayer(Fraction(1), zeros(1, d), np.array([Fraction(1)], dtype=object),
-                         np.array(t, dtype=object).reshape(d, 1), f"translate by {fmt(t)}")]
+        moves = [
+            FFLayer(
+                Fraction(1),
+                zeros(1, d),
+                np.array([Fraction(1)], dtype=object),
+                np.array(t, dtype=object).reshape(d, 1),
+                f"translate by {fmt(t)}",
+            )
+        ]
     collapse = mean_sa(d, Fraction(0), Fraction(1), "collapse onto the sequence mean")
     blocks = [Block(ff, identity_sa(d), "separation") for ff in moves[:-1]]
     blocks.append(Block(moves[-1], collapse, "collapse"))
@@ -209,7 +265,10 @@ def _parking_spot(i: int, count: int, radius: Fraction, d: int) -> Token:
     """A rational point of the circle ``|q| = radius`` with ``q_1, q_2 < 0`` and ``q_c = 0``
     for ``c > 2``: inverse stereographic projection at ``t = i / (count + 1)`` in ``(0, 1)``."""
     t = Fraction(i, count + 1)
-    return tuple([-radius * 2 * t / (1 + t * t), -radius * (1 - t * t) / (1 + t * t)] + [Fraction(0)] * (d - 2))
+    return tuple(
+        [-radius * 2 * t / (1 + t * t), -radius * (1 - t * t) / (1 + t * t)]
+        + [Fraction(0)] * (d - 2)
+    )
 
 
 def ellipse_parking_spots(count: int, radius, d: int, a, b) -> list[Token]:
@@ -286,8 +345,14 @@ class Leaders:
     start: int
 
 
-def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: int = 1, *,
-                 metric: tuple[Fraction, Fraction] | None = None) -> Leaders:
+def leader_phase(
+    states: list[np.ndarray],
+    Y: list[np.ndarray],
+    d: int,
+    start: int = 1,
+    *,
+    metric: tuple[Fraction, Fraction] | None = None,
+) -> Leaders:
     r"""Phase 2: leader selection, one hat FF per target.
 
     The first FF also translates every token into :math:`[1, R]^d`; token 0 of :math:`X_j` goes to
@@ -326,16 +391,31 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
     park_radius = 1 + max(box, y1)  # > |y|_1 >= |y|_2: parking spots differ from every target
     plan: list[tuple[Token, Token]] = []  # (post-translation value, destination)
     parked = 0
-    if metric is not None:  # checked even when nothing is parked: a bad metric is never silently ignored
+    if (
+        metric is not None
+    ):  # checked even when nothing is parked: a bad metric is never silently ignored
         metric = _low_rank_weights(metric, ("metric[0]", "metric[1]"))
-    spots = (None if metric is None else
-             ellipse_parking_spots(num_parked, park_radius, d, metric[0], metric[1]) if num_parked else [])
+    spots = (
+        None
+        if metric is None
+        else ellipse_parking_spots(num_parked, park_radius, d, metric[0], metric[1])
+        if num_parked
+        else []
+    )
     for j, (s, y) in enumerate(zip(states, Y)):
-        plan.append((tuple(v + t for v, t in zip(s[0], translation)), tuple([max(box, ybig) + j + 1] * d)))
+        plan.append(
+            (tuple(v + t for v, t in zip(s[0], translation)), tuple([max(box, ybig) + j + 1] * d))
+        )
         for i in range(1, y.shape[0]):
             parked += 1
-            plan.append((tuple(v + t for v, t in zip(s[i], translation)),
-                         _parking_spot(parked, num_parked, park_radius, d) if spots is None else spots[parked - 1]))
+            plan.append(
+                (
+                    tuple(v + t for v, t in zip(s[i], translation)),
+                    _parking_spot(parked, num_parked, park_radius, d)
+                    if spots is None
+                    else spots[parked - 1],
+                )
+            )
     moves: list[FFLayer] = []
     values = _values(states)  # kept up to date move by move (a move replaces one value by another)
     # One direction for the whole phase. Every value set met during the phase is a subset of the
@@ -344,27 +424,45 @@ def leader_phase(states: list[np.ndarray], Y: list[np.ndarray], d: int, start: i
     # union separates every move, with every gap at least the union's and a range at most the
     # union's: at least as well conditioned as one chosen move by move, for one search instead of
     # one per move.
-    union = {tuple(v + t for v, t in zip(x, translation)) for x in values} | {dest for _, dest in plan}
+    union = {tuple(v + t for v, t in zip(x, translation)) for x in values} | {
+        dest for _, dest in plan
+    }
     direction = conditioned_direction(union, d)
     for idx, (p, dest) in enumerate(plan):
         D = tuple(a - b for a, b in zip(dest, p))
         if idx == 0:
             p0 = tuple(v - t for v, t in zip(p, translation))
-            layer = hat_move(values, p0, D, d, flat=False, translation=translation, direction=direction,
-                             role=f"translate by {fmt(translation)}; leader {fmt(p)} -> {fmt(dest)}")
+            layer = hat_move(
+                values,
+                p0,
+                D,
+                d,
+                flat=False,
+                translation=translation,
+                direction=direction,
+                role=f"translate by {fmt(translation)}; leader {fmt(p)} -> {fmt(dest)}",
+            )
             states = [s + np.array(translation, dtype=object) for s in states]
             values = {tuple(v + t for v, t in zip(x, translation)) for x in values}
         else:
-            layer = hat_move(values, p, D, d, flat=False, role=f"select {fmt(p)} -> {fmt(dest)}",
-                             direction=direction)
+            layer = hat_move(
+                values,
+                p,
+                D,
+                d,
+                flat=False,
+                role=f"select {fmt(p)} -> {fmt(dest)}",
+                direction=direction,
+            )
         moves.append(layer)
         states = _replace(states, p, dest)
         values = (values - {p}) | {dest}
     return Leaders(tuple(moves), tuple(dest for _, dest in plan), states, box, park_radius, start)
 
 
-def hardmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token], d: int, *, flat: bool,
-                                start: int = 1) -> list[FFLayer]:
+def hardmax_interpolation_phase(
+    points: Sequence[Token], goals: Sequence[Token], d: int, *, flat: bool, start: int = 1
+) -> list[FFLayer]:
     r"""Phase 4 (hardmax): one hat per collapsed point, ``points[k] -> goals[k]`` (Lemma 13.2).
 
     Parameters
@@ -383,15 +481,23 @@ def hardmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
     values, moves = set(points), []
     for p, goal in zip(points, goals):
         D = tuple(a - b for a, b in zip(goal, p))
-        layer = hat_move(values, p, D, d, flat=flat, role=f"interpolate {fmt(p)} -> {fmt(goal)}",
-                         direction=conditioned_direction(values, d))  # injective, well spread
+        layer = hat_move(
+            values,
+            p,
+            D,
+            d,
+            flat=flat,
+            role=f"interpolate {fmt(p)} -> {fmt(goal)}",
+            direction=conditioned_direction(values, d),
+        )  # injective, well spread
         moves.append(layer)
         values = (values - {p}) | {goal}
     return moves
 
 
-def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token], d: int,
-                                start: int = 1) -> tuple[FFLayer, list[FFLayer], Fraction]:
+def softmax_interpolation_phase(
+    points: Sequence[Token], goals: Sequence[Token], d: int, start: int = 1
+) -> tuple[FFLayer, list[FFLayer], Fraction]:
     r"""Phase 4 (softmax, Theorem 13.B): project onto the :math:`e_1` axis, then one snap-move per cluster.
 
     The non-residual FF :math:`x \mapsto \operatorname{relu}(\langle v, x \rangle - c)\, e_1` puts the
@@ -413,11 +519,18 @@ def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
         First moment-curve parameter tried by :func:`~sxor.interp.hats.injective_direction`.
     """
     ybig = max(abs(v) for g in goals for v in g)
-    projection, v, c = line_projection(set(points), d, 1 + ybig, role="project onto the e_1 axis", start=start)
-    line = [tuple([sum((a * b for a, b in zip(v, p)), Fraction(0)) - c] + [Fraction(0)] * (d - 1)) for p in points]
+    projection, v, c = line_projection(
+        set(points), d, 1 + ybig, role="project onto the e_1 axis", start=start
+    )
+    line = [
+        tuple([sum((a * b for a, b in zip(v, p)), Fraction(0)) - c] + [Fraction(0)] * (d - 1))
+        for p in points
+    ]
     values, moves = set(line), []
     e1 = tuple(Fraction(int(i == 0)) for i in range(d))
-    for p, goal in zip(line, goals):  # on e_1, p is >= 1 from every goal and > 2 (1 + ybig) from the other t_l
+    for p, goal in zip(
+        line, goals
+    ):  # on e_1, p is >= 1 from every goal and > 2 (1 + ybig) from the other t_l
         layer = snap_move(values, p, goal, d, role=f"snap {fmt(p)} -> {fmt(goal)}", direction=e1)
         moves.append(layer)
         values = (values - {p}) | {goal}
@@ -428,13 +541,21 @@ def softmax_interpolation_phase(points: Sequence[Token], goals: Sequence[Token],
 COLLAPSES = ("identity", "rank-one", "low-rank")
 
 
-def _low_rank_weights(low_rank, names: tuple[str, str] = ("low_rank[0]", "low_rank[1]")) -> tuple[Fraction, Fraction]:
+def _low_rank_weights(
+    low_rank, names: tuple[str, str] = ("low_rank[0]", "low_rank[1]")
+) -> tuple[Fraction, Fraction]:
     """``(a, b)`` as exact Fractions with ``a > 0`` and ``b >= 0``, or a ValueError naming the argument."""
-    if isinstance(low_rank, (str, bytes)) or not isinstance(low_rank, (tuple, list)) or len(low_rank) != 2:
+    if (
+        isinstance(low_rank, (str, bytes))
+        or not isinstance(low_rank, (tuple, list))
+        or len(low_rank) != 2
+    ):
         raise ValueError(f"low_rank must be a pair (a, b) (A = a I + b 1 1^T), got {low_rank!r}")
     a, b = (exact_scalar(name, v) for name, v in zip(names, low_rank))
     if not a > 0:
-        raise ValueError(f"low_rank = (a, b) needs a > 0 (a = 0 is rank one: at most three values survive), got a = {a}")
+        raise ValueError(
+            f"low_rank = (a, b) needs a > 0 (a = 0 is rank one: at most three values survive), got a = {a}"
+        )
     if b < 0:
         raise ValueError(f"low_rank = (a, b) needs b >= 0 (A entrywise nonnegative), got b = {b}")
     return a, b
@@ -470,20 +591,47 @@ def collapse_layer(d: int, kind: str = "identity", low_rank=(1, 1)) -> SALayer:
         :math:`a > 0`, :math:`b \ge 0`.
     """
     if kind == "identity":
-        return SALayer(Fraction(0), Fraction(1), zeros(d), zeros(d), Fraction(1), "collapse onto leaders (A = I)")
+        return SALayer(
+            Fraction(0),
+            Fraction(1),
+            zeros(d),
+            zeros(d),
+            Fraction(1),
+            "collapse onto leaders (A = I)",
+        )
     if kind == "rank-one":
         ones = np.array([Fraction(1)] * d, dtype=object)
-        return SALayer(Fraction(0), Fraction(0), ones, ones.copy(), Fraction(1), "collapse onto leaders (A = 1 1^T)")
+        return SALayer(
+            Fraction(0),
+            Fraction(0),
+            ones,
+            ones.copy(),
+            Fraction(1),
+            "collapse onto leaders (A = 1 1^T)",
+        )
     if kind == "low-rank":
         a, b = _low_rank_weights(low_rank)
         ones = np.array([Fraction(1)] * d, dtype=object)
-        return SALayer(Fraction(0), a, ones * b, ones.copy(), Fraction(1),
-                       f"collapse onto leaders (A = {a} I + {b} 1 1^T)")
+        return SALayer(
+            Fraction(0),
+            a,
+            ones * b,
+            ones.copy(),
+            Fraction(1),
+            f"collapse onto leaders (A = {a} I + {b} 1 1^T)",
+        )
     raise ValueError(f"collapse must be one of {COLLAPSES}, got {kind!r}")
 
 
-def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", tau=None, *,
-              collapse: str = "identity", low_rank=None) -> InterpolatingTransformer:
+def construct(
+    inputs: Sequence,
+    targets: Sequence,
+    attention: str = "hardmax",
+    tau=None,
+    *,
+    collapse: str = "identity",
+    low_rank=None,
+) -> InterpolatingTransformer:
     r"""Build a transformer that interpolates ``inputs[j] -> targets[j]`` exactly (as sets).
 
     Parameters
@@ -529,16 +677,28 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
     if collapse not in COLLAPSES:
         raise ValueError(f"collapse must be one of {COLLAPSES}, got {collapse!r}")
     if low_rank is not None and collapse != "low-rank":
-        raise ValueError(f"low_rank is the (a, b) of collapse='low-rank'; got it with collapse={collapse!r}")
-    metric = _low_rank_weights((1, 1) if low_rank is None else low_rank) if collapse == "low-rank" else None
+        raise ValueError(
+            f"low_rank is the (a, b) of collapse='low-rank'; got it with collapse={collapse!r}"
+        )
+    metric = (
+        _low_rank_weights((1, 1) if low_rank is None else low_rank)
+        if collapse == "low-rank"
+        else None
+    )
     X_all, Y_all = check_dataset(inputs, targets)
     if collapse == "rank-one" and any(y.shape[0] > 2 for y in Y_all):
-        raise ValueError("the rank-one collapse keeps at most one parked token per sequence: it needs every m_j <= 2")
+        raise ValueError(
+            "the rank-one collapse keeps at most one parked token per sequence: it needs every m_j <= 2"
+        )
     keep = distinct_indices(X_all)
     X, Y = [X_all[j] for j in keep], [Y_all[j] for j in keep]
     d = X[0].shape[1]
-    info = {"N": len(X_all), "n": [x.shape[0] for x in X_all], "m": [y.shape[0] for y in Y_all],
-            "distinct_inputs": len(X)}
+    info = {
+        "N": len(X_all),
+        "n": [x.shape[0] for x in X_all],
+        "m": [y.shape[0] for y in Y_all],
+        "distinct_inputs": len(X),
+    }
     goals = [tuple(row) for y in Y for row in y]
     gap = spread = radius = None
     if all(y.shape[0] == 1 for y in Y):
@@ -554,24 +714,38 @@ def construct(inputs: Sequence, targets: Sequence, attention: str = "hardmax", t
         blocks = []
         if sep.shift is not None:
             ffs = list(sep.moves) or [identity_ff(d)]
-            blocks += [Block(ff, sep.shift if i == len(ffs) - 1 else identity_sa(d), "separation")
-                       for i, ff in enumerate(ffs)]
+            blocks += [
+                Block(ff, sep.shift if i == len(ffs) - 1 else identity_sa(d), "separation")
+                for i, ff in enumerate(ffs)
+            ]
         blocks += [Block(ff, identity_sa(d), "leaders") for ff in lead.moves[:-1]]
         blocks.append(Block(lead.moves[-1], collapse_sa, "collapse"))
         if attention == "hardmax":
-            moves = hardmax_interpolation_phase(lead.destinations, goals, d, flat=True, start=lead.start)
+            moves = hardmax_interpolation_phase(
+                lead.destinations, goals, d, flat=True, start=lead.start
+            )
             blocks += [Block(ff, identity_sa(d), "interpolation") for ff in moves]
         else:
-            projection, moves, radius = softmax_interpolation_phase(lead.destinations, goals, d, lead.start)
+            projection, moves, radius = softmax_interpolation_phase(
+                lead.destinations, goals, d, lead.start
+            )
             blocks.append(Block(projection, identity_sa(d), "projection"))
             blocks += [Block(ff, identity_sa(d), "interpolation") for ff in moves]
             gap, spread = collapse_margins(lead.states, collapse_sa)
-        info.update(route="leaders", collapse=collapse, **({"low_rank": metric} if metric else {}),
-                    separation_moves=len(sep.moves), shift=sep.shift is not None,
-                    box=lead.box, park_radius=lead.park_radius)
+        info.update(
+            route="leaders",
+            collapse=collapse,
+            **({"low_rank": metric} if metric else {}),
+            separation_moves=len(sep.moves),
+            shift=sep.shift is not None,
+            box=lead.box,
+            park_radius=lead.park_radius,
+        )
     if attention == "hardmax":
         return InterpolatingTransformer(tuple(blocks), d, "hardmax", 0, info=info)
-    T = InterpolatingTransformer(tuple(blocks), d, "softmax", Fraction(1), gap, spread, radius, info)
+    T = InterpolatingTransformer(
+        tuple(blocks), d, "softmax", Fraction(1), gap, spread, radius, info
+    )
     if tau is None:
         tau = default_temperature(T.tau_max_mp)
     return T.at_temperature(tau)
@@ -597,7 +771,7 @@ def default_temperature(tau_max: mpmath.mpf) -> Fraction:
     man, exp = mpmath.mpf(half).man_exp
     exact = Fraction(int(man)) * Fraction(2) ** int(exp)
     tau = exact.limit_denominator(10**6)
-    return tau if 0 < tau and mpmath.mpf(tau.numerator) / tau.denominator < tau_max else exact
+    return tau if tau > 0 and mpmath.mpf(tau.numerator) / tau.denominator < tau_max else exact
 
 
 def block_bound(m: Sequence[int], attention: str = "hardmax") -> int:

@@ -42,10 +42,14 @@ def _exact_json(value: object, where: str) -> object:
     if isinstance(value, list):
         return [_exact_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, float):
-        raise ValueError(f"{where} is the JSON float {value!r}: write exact numbers, as integers or strings "
-                         f"such as \"{value!r}\" (read as a decimal) or \"1/10\"")
+        raise ValueError(
+            f"{where} is the JSON float {value!r}: write exact numbers, as integers or strings "
+            f'such as "{value!r}" (read as a decimal) or "1/10"'
+        )
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ValueError(f"{where} is {value!r}; tokens hold integers or strings with a rational number")
+        raise ValueError(
+            f"{where} is {value!r}; tokens hold integers or strings with a rational number"
+        )
     return exact_scalar(where, value)
 
 
@@ -74,7 +78,9 @@ def load_dataset(path: str | Path) -> tuple[list[np.ndarray], list[np.ndarray], 
             except (json.JSONDecodeError, UnicodeDecodeError) as err:
                 raise ValueError(f"not valid JSON ({err})") from None
             if not isinstance(data, dict):
-                raise ValueError(f"the file must hold a JSON object with keys 'inputs' and 'targets', got {type(data).__name__}")
+                raise ValueError(
+                    f"the file must hold a JSON object with keys 'inputs' and 'targets', got {type(data).__name__}"
+                )
             missing = {"inputs", "targets"} - set(data)
             if missing:
                 raise ValueError(f"missing key(s) {sorted(missing)}")
@@ -84,8 +90,14 @@ def load_dataset(path: str | Path) -> tuple[list[np.ndarray], list[np.ndarray], 
             for key in ("inputs", "targets"):
                 if not isinstance(data[key], list):
                     raise ValueError(f"'{key}' must be a list of sequences")
-            inputs = [np.array(_exact_json(x, f"inputs[{j}]"), dtype=object) for j, x in enumerate(data["inputs"])]
-            targets = [np.array(_exact_json(y, f"targets[{j}]"), dtype=object) for j, y in enumerate(data["targets"])]
+            inputs = [
+                np.array(_exact_json(x, f"inputs[{j}]"), dtype=object)
+                for j, x in enumerate(data["inputs"])
+            ]
+            targets = [
+                np.array(_exact_json(y, f"targets[{j}]"), dtype=object)
+                for j, y in enumerate(data["targets"])
+            ]
             tau = None if data.get("tau") is None else _exact_json(data["tau"], "tau")
         elif suffix == ".npz":
             try:
@@ -96,13 +108,17 @@ def load_dataset(path: str | Path) -> tuple[list[np.ndarray], list[np.ndarray], 
             N = sum(1 for k in arrays if k.startswith("inputs_"))
             expected = {f"inputs_{j}" for j in range(N)} | {f"targets_{j}" for j in range(N)}
             if N == 0 or not expected <= set(arrays):
-                raise ValueError(f"need arrays inputs_0..inputs_{{N-1}} and targets_0..targets_{{N-1}}, got {sorted(arrays)}")
+                raise ValueError(
+                    f"need arrays inputs_0..inputs_{{N-1}} and targets_0..targets_{{N-1}}, got {sorted(arrays)}"
+                )
             extra = set(arrays) - expected - {"denominator", "tau"}
             if extra:
                 raise ValueError(f"unknown array(s) {sorted(extra)}")
             for k, a in arrays.items():
                 if a.dtype.kind not in "iu":
-                    raise ValueError(f"array {k!r} has dtype {a.dtype}; store integers (and a 'denominator')")
+                    raise ValueError(
+                        f"array {k!r} has dtype {a.dtype}; store integers (and a 'denominator')"
+                    )
             den = int(arrays["denominator"]) if "denominator" in arrays else 1
             if den <= 0:
                 raise ValueError(f"denominator must be a positive integer, got {den}")

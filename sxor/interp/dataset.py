@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
@@ -42,11 +42,15 @@ def check_dataset(inputs: Sequence, targets: Sequence) -> tuple[list[np.ndarray]
         :math:`d = 1` with some :math:`m_j > 1`).
     """
     if isinstance(inputs, np.ndarray) or isinstance(targets, np.ndarray):
-        raise ValueError("inputs and targets must be lists of [n_j, d] arrays (one per sequence), not one array")
+        raise ValueError(
+            "inputs and targets must be lists of [n_j, d] arrays (one per sequence), not one array"
+        )
     for name, value in (("inputs", inputs), ("targets", targets)):
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-            raise TypeError(f"{name} must be a list of [n_j, d] sequences (one per sequence), "
-                            f"got {type(value).__name__}")
+            raise TypeError(
+                f"{name} must be a list of [n_j, d] sequences (one per sequence), "
+                f"got {type(value).__name__}"
+            )
     if len(inputs) != len(targets):
         raise ValueError(f"got {len(inputs)} input sequences but {len(targets)} target sequences")
     if len(inputs) == 0:
@@ -59,7 +63,9 @@ def check_dataset(inputs: Sequence, targets: Sequence) -> tuple[list[np.ndarray]
     for name, seqs in (("inputs", X), ("targets", Y)):
         for j, s in enumerate(seqs):
             if s.shape[1] != d:
-                raise ValueError(f"{name}[{j}] has tokens of dimension {s.shape[1]}, expected d = {d}")
+                raise ValueError(
+                    f"{name}[{j}] has tokens of dimension {s.shape[1]}, expected d = {d}"
+                )
             if s.shape[0] == 0:
                 raise ValueError(f"{name}[{j}] is empty; every sequence needs at least one token")
             seen: dict[Token, int] = {}
@@ -128,8 +134,9 @@ def _positive_int(name: str, value: object) -> int:
 MAX_DATASET_ENTRIES = 10**6
 
 
-def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4, overlap: bool = True
-                   ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def random_dataset(
+    N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4, overlap: bool = True
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     r"""A random admissible dataset of Fractions: ``N`` inputs ``[n_j, d]`` and targets ``[m_j, d]``.
 
     Coordinates are multiples of ``1/denominator`` in :math:`[-4, 4]` (a grid of
@@ -164,17 +171,27 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
         ``MAX_DATASET_ENTRIES`` coordinates in all (:math:`d \sum_j (n_j + m_j)`), refused
         before anything is drawn.
     """
-    N, d, denominator = _positive_int("N", N), _positive_int("d", d), _positive_int("denominator", denominator)
+    N, d, denominator = (
+        _positive_int("N", N),
+        _positive_int("d", d),
+        _positive_int("denominator", denominator),
+    )
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed must be an int, got {seed!r}")
 
     def too_big(total: int) -> None:
         if total > MAX_DATASET_ENTRIES:
-            raise ValueError(f"N = {N} sequences of d = {d} coordinates with these lengths n, m hold {total} "
-                             f"coordinates, above MAX_DATASET_ENTRIES = {MAX_DATASET_ENTRIES}: choose smaller sizes")
+            raise ValueError(
+                f"N = {N} sequences of d = {d} coordinates with these lengths n, m hold {total} "
+                f"coordinates, above MAX_DATASET_ENTRIES = {MAX_DATASET_ENTRIES}: choose smaller sizes"
+            )
 
-    if isinstance(n, (int, np.integer)) and isinstance(m, (int, np.integer)) and not isinstance(n, bool) \
-            and not isinstance(m, bool):
+    if (
+        isinstance(n, (int, np.integer))
+        and isinstance(m, (int, np.integer))
+        and not isinstance(n, bool)
+        and not isinstance(m, bool)
+    ):
         too_big(N * (max(int(n), 0) + max(int(m), 0)) * d)
 
     def lengths(name: str, value: object) -> list:
@@ -213,7 +230,12 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
     def points(count: int) -> list[Token]:
         out: dict[Token, None] = {}
         while len(out) < count:  # count <= grid, checked above
-            out[tuple(Fraction(rng.randint(-4 * denominator, 4 * denominator), denominator) for _ in range(d))] = None
+            out[
+                tuple(
+                    Fraction(rng.randint(-4 * denominator, 4 * denominator), denominator)
+                    for _ in range(d)
+                )
+            ] = None
         return list(out)
 
     pool = points(size) if overlap else None
@@ -229,7 +251,9 @@ def random_dataset(N: int, n, m, d: int, *, seed: int = 0, denominator: int = 4,
     return inputs, targets
 
 
-def equal_means_dataset(N: int, d: int = 2, m: int = 1) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def equal_means_dataset(
+    N: int, d: int = 2, m: int = 1
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     r"""An adversarial family for the separation phase, in which every input has mean 0.
 
     :math:`X_j = \{0, a_j, -a_j\}` with :math:`a_j = (j + 1, 1, 0, \dots, 0)` (:math:`a_j = j + 1`
@@ -261,6 +285,9 @@ def equal_means_dataset(N: int, d: int = 2, m: int = 1) -> tuple[list[np.ndarray
     def point(*coords) -> list[Fraction]:
         return [Fraction(c) for c in coords][:d] + [Fraction(0)] * max(0, d - len(coords))
 
-    inputs = [np.array([point(0, 0), point(j + 1, 1), point(-(j + 1), -1)], dtype=object) for j in range(N)]
+    inputs = [
+        np.array([point(0, 0), point(j + 1, 1), point(-(j + 1), -1)], dtype=object)
+        for j in range(N)
+    ]
     targets = [np.array([point(j, 5 + i) for i in range(m)], dtype=object) for j in range(N)]
     return inputs, targets

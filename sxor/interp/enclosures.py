@@ -49,13 +49,17 @@ def check_precision(prec: object) -> int:
         for ``prec < 2`` and ``prec > MAX_PREC``.
     """
     if isinstance(prec, bool) or not isinstance(prec, numbers.Integral):
-        raise TypeError(f"prec must be an integer number of bits, got {prec!r} of type {type(prec).__name__}")
+        raise TypeError(
+            f"prec must be an integer number of bits, got {prec!r} of type {type(prec).__name__}"
+        )
     prec = int(prec)
     if prec < 2:
         raise ValueError(f"prec must be >= 2 bits, got prec={prec}")
     if prec > MAX_PREC:
-        raise ValueError(f"prec={prec} bits is above the documented limit MAX_PREC = {MAX_PREC} "
-                         "(the interval softmax would not finish in reasonable time)")
+        raise ValueError(
+            f"prec={prec} bits is above the documented limit MAX_PREC = {MAX_PREC} "
+            "(the interval softmax would not finish in reasonable time)"
+        )
     return prec
 
 
@@ -143,7 +147,9 @@ def softmax_attention_enclosure(
     S = attention_scores(X, A)
     n, d = X.shape
     zero = Fraction(0)
-    v_norm = max((sum((abs(a) for a in row), zero) for row in V), default=zero)  # |V| (l_inf -> l_inf)
+    v_norm = max(
+        (sum((abs(a) for a in row), zero) for row in V), default=zero
+    )  # |V| (l_inf -> l_inf)
     lo, hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
     saved, mpmath.iv.prec = mpmath.iv.prec, int(prec)
     try:
@@ -152,7 +158,9 @@ def softmax_attention_enclosure(
             top = max(S[i])
             C = [l for l in range(n) if S[i, l] == top]
             m = [sum((X[l, c] for l in C), zero) / len(C) for c in range(d)]
-            centre = [rho * X[i, r] + sum((V[r, c] * m[c] for c in range(d)), zero) for r in range(d)]
+            centre = [
+                rho * X[i, r] + sum((V[r, c] * m[c] for c in range(d)), zero) for r in range(d)
+            ]
             outside = [l for l in range(n) if S[i, l] != top]
             if not outside:  # every score ties: softmax equals hardmax
                 for r in range(d):
@@ -160,7 +168,9 @@ def softmax_attention_enclosure(
                 continue
             diffs = {l: [X[l, c] - m[c] for c in range(d)] for l in outside}
             size = 1 + v_norm * max(sum((abs(a) for a in diffs[l]), zero) for l in outside)
-            M = 2 * int(prec) + max(0, size.numerator.bit_length() - size.denominator.bit_length() + 1)  # >= ln(size)
+            M = 2 * int(prec) + max(
+                0, size.numerator.bit_length() - size.denominator.bit_length() + 1
+            )  # >= ln(size)
             tiny = mpmath.iv.mpf([0, mpmath.iv.exp(-M).b])  # [0, e^-M], rigorous
 
             def weight(l: int):
@@ -224,12 +234,18 @@ def feed_forward_enclosure(
     n, d = lo.shape
     w = U.shape[0] if U.ndim == 2 else -1
     if U.shape != (w, d) or b.shape != (w,) or W.shape != (d, w):
-        raise ValueError(f"need U [w, d], b [w], W [d, w] with d = {d}; got {U.shape}, {b.shape}, {W.shape}")
+        raise ValueError(
+            f"need U [w, d], b [w], W [d, w] with d = {d}; got {U.shape}, {b.shape}, {W.shape}"
+        )
     zero = Fraction(0)
 
     def affine(coef, const, lo_row, hi_row):  # bounds of sum_j coef_j x_j + const over the box
-        low = const + sum((c * (lo_row[j] if c >= 0 else hi_row[j]) for j, c in enumerate(coef)), zero)
-        high = const + sum((c * (hi_row[j] if c >= 0 else lo_row[j]) for j, c in enumerate(coef)), zero)
+        low = const + sum(
+            (c * (lo_row[j] if c >= 0 else hi_row[j]) for j, c in enumerate(coef)), zero
+        )
+        high = const + sum(
+            (c * (hi_row[j] if c >= 0 else lo_row[j]) for j, c in enumerate(coef)), zero
+        )
         return low, high
 
     out_lo, out_hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
@@ -244,8 +260,14 @@ def feed_forward_enclosure(
     pre_lo = _int_matmul(L, Upos.T) + _int_matmul(H, Uneg.T) + bD  # [n, w], times Du * D
     pre_hi = _int_matmul(H, Upos.T) + _int_matmul(L, Uneg.T) + bD
     for i in range(n):
-        if all(a >= 0 or c <= 0 for a, c in zip(pre_lo[i], pre_hi[i])):  # constant pattern: affine here
-            on = tuple(k for k in range(w) if pre_lo[i, k] >= 0 and not (pre_lo[i, k] == 0 and pre_hi[i, k] == 0))
+        if all(
+            a >= 0 or c <= 0 for a, c in zip(pre_lo[i], pre_hi[i])
+        ):  # constant pattern: affine here
+            on = tuple(
+                k
+                for k in range(w)
+                if pre_lo[i, k] >= 0 and not (pre_lo[i, k] == 0 and pre_hi[i, k] == 0)
+            )
             if not on:  # every ReLU is off: the layer is x -> eta x
                 for r in range(d):
                     a, c = eta * lo[i, r], eta * hi[i, r]
@@ -253,16 +275,30 @@ def feed_forward_enclosure(
                 continue
             patterns.setdefault(on, []).append(i)
             continue
-        pre = [(Fraction(int(a), Du * D), Fraction(int(c), Du * D)) for a, c in zip(pre_lo[i], pre_hi[i])]
+        pre = [
+            (Fraction(int(a), Du * D), Fraction(int(c), Du * D))
+            for a, c in zip(pre_lo[i], pre_hi[i])
+        ]
         hidden = [(max(a, zero), max(c, zero)) for a, c in pre]
         h_lo, h_hi = [a for a, _ in hidden], [c for _, c in hidden]
         for r in range(d):
             low, high = affine(W[r], zero, h_lo, h_hi)
-            e_lo, e_hi = (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
+            e_lo, e_hi = (
+                (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
+            )
             out_lo[i, r], out_hi[i, r] = low + e_lo, high + e_hi
-    for on, rows in patterns.items():  # the affine map x -> M x + c of the pattern, on all its boxes at once
-        M = np.array([[eta * (r == j) + sum((W[r, k] * U[k, j] for k in on), zero) for j in range(d)]
-                      + [sum((W[r, k] * b[k] for k in on), zero)] for r in range(d)], dtype=object)
+    for (
+        on,
+        rows,
+    ) in patterns.items():  # the affine map x -> M x + c of the pattern, on all its boxes at once
+        M = np.array(
+            [
+                [eta * (r == j) + sum((W[r, k] * U[k, j] for k in on), zero) for j in range(d)]
+                + [sum((W[r, k] * b[k] for k in on), zero)]
+                for r in range(d)
+            ],
+            dtype=object,
+        )
         Mc, Dm = integer_form(M)
         Mi, cD = Mc[:, :d], Mc[:, d] * D
         Mpos = np.where(Mi > 0, Mi, 0).astype(object)
@@ -271,11 +307,16 @@ def feed_forward_enclosure(
         high = _int_matmul(H[rows], Mpos.T) + _int_matmul(L[rows], Mneg.T) + cD
         for t, i in enumerate(rows):
             for r in range(d):
-                out_lo[i, r], out_hi[i, r] = Fraction(int(low[t, r]), Dm * D), Fraction(int(high[t, r]), Dm * D)
+                out_lo[i, r], out_hi[i, r] = (
+                    Fraction(int(low[t, r]), Dm * D),
+                    Fraction(int(high[t, r]), Dm * D),
+                )
     return _fractions(out_lo), _fractions(out_hi)
 
 
-def mean_attention_enclosure(lo: object, hi: object, rho: object, beta: object) -> tuple[np.ndarray, np.ndarray]:
+def mean_attention_enclosure(
+    lo: object, hi: object, rho: object, beta: object
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Rigorous interval image of the boxes ``[lo_i, hi_i]`` under mean attention.
 
     The attention layer with :math:`A = 0` (equal scores, so :math:`\pi_{il} = 1/n` at every
@@ -482,7 +523,7 @@ def softmax_attention_box(
     Ai, Da = integer_form(A)
     S = _int_matmul(_int_matmul(P, Ai.T), P.T)  # scores * D^2 Da, exact
     top = S.max(axis=1)
-    argmax = S == top[:, None]
+    argmax = top[:, None] == S
     tau = Fraction(tau)
     den = D * D * Da * tau.numerator  # (top - s) / tau = (top - s) * tau.denominator / den
     cap = den * 746  # exponents beyond -746 are bounded by the least positive float
@@ -498,17 +539,24 @@ def softmax_attention_box(
         k = int(C.sum())
         total = P[C].sum(axis=0)  # k D m, exact ints
         m = [Fraction(int(t), k * D) for t in total]
-        Vm = [sum((Fraction(V[r, c]) * m[c] for c in range(d) if V[r, c] != 0), Fraction(0)) for r in range(d)]
+        Vm = [
+            sum((Fraction(V[r, c]) * m[c] for c in range(d) if V[r, c] != 0), Fraction(0))
+            for r in range(d)
+        ]
         for i in rows:
             centre[i] = [rho * X[i, r] + Vm[r] for r in range(d)] if rho != 0 else list(Vm)
         out = np.flatnonzero(~C)
         if out.size == 0:  # every score ties: softmax equals hardmax
             continue
         kD = k * D
-        a_up = _ratios_up([abs(int(p) * k - int(t)) for row in P[out] for p, t in zip(row, total)], kD)
+        a_up = _ratios_up(
+            [abs(int(p) * k - int(t)) for row in P[out] for p, t in zip(row, total)], kD
+        )
         a_up = a_up.reshape(out.size, d)  # |x_l - m| <= a_up
         gaps = [(int(top[i]) - int(s)) * tau.denominator for i in rows for s in S[i, out]]
-        a_lo = np.array([746.0 if e >= cap else e / den for e in gaps], dtype=np.float64)  # Python: correctly rounded
+        a_lo = np.array(
+            [746.0 if e >= cap else e / den for e in gaps], dtype=np.float64
+        )  # Python: correctly rounded
         E = exp_neg_upper(np.maximum(_down(a_lo), 0.0)).reshape(len(rows), out.size)
         B = _up(_matmul_up(E, a_up) / k)  # |deviation_c| <= B_c
         radius[rows] = _matmul_up(B, V_up.T)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -61,9 +61,13 @@ def exact_scalar(name: str, value: object) -> Fraction:
         try:
             return Fraction(value)
         except ValueError:
-            raise ValueError(f"{name} contains the string {value!r}, which is not a rational number") from None
+            raise ValueError(
+                f"{name} contains the string {value!r}, which is not a rational number"
+            ) from None
         except ZeroDivisionError:
-            raise ValueError(f"{name} contains the string {value!r}, a fraction with zero denominator") from None
+            raise ValueError(
+                f"{name} contains the string {value!r}, a fraction with zero denominator"
+            ) from None
     raise ValueError(
         f"{name} contains {value!r} of type {type(value).__name__}; the exact path accepts only int "
         "and Fraction (a float would silently round: convert it with Fraction(...) or from_floats on purpose)"
@@ -88,11 +92,15 @@ def as_exact(a: object, name: str = "array") -> np.ndarray:
     """
     if isinstance(a, torch.Tensor):
         if a.is_floating_point() or a.is_complex():
-            raise ValueError(f"{name} is a float tensor; the exact path accepts only int and Fraction")
+            raise ValueError(
+                f"{name} is a float tensor; the exact path accepts only int and Fraction"
+            )
         a = a.tolist()
     arr = np.asarray(a, dtype=object) if not isinstance(a, np.ndarray) else a
     if arr.dtype != object and arr.dtype.kind not in "iu":
-        raise ValueError(f"{name} has dtype {arr.dtype}; the exact path accepts only int and Fraction entries")
+        raise ValueError(
+            f"{name} has dtype {arr.dtype}; the exact path accepts only int and Fraction entries"
+        )
     out = np.empty(arr.shape, dtype=object)
     for idx, value in np.ndenumerate(arr):
         out[idx] = exact_scalar(name, value)
@@ -214,14 +222,12 @@ def mean(X: np.ndarray, rows: Sequence[int] | None = None) -> Token:
 
 
 def projections(X: np.ndarray, v: Sequence) -> list[Fraction]:
-    r"""Exact projections :math:`\langle v, x_i \rangle` of the rows of ``X [n, d]`` on ``v [d]``.
-    """
+    r"""Exact projections :math:`\langle v, x_i \rangle` of the rows of ``X [n, d]`` on ``v [d]``."""
     return [dot(v, row) for row in X]
 
 
 def l1(x: Iterable) -> Fraction:
-    r"""Exact :math:`\ell^1` norm :math:`\sum_c |x_c|`.
-    """
+    r"""Exact :math:`\ell^1` norm :math:`\sum_c |x_c|`."""
     return sum((abs(c) for c in x), Fraction(0))
 
 
@@ -243,12 +249,12 @@ def sqrt_upper(x: Fraction, bits: int = 64) -> Fraction:
         raise ValueError(f"sqrt_upper needs x >= 0, got {x}")
     if x == 0:
         return Fraction(0)
-    scale = 4 ** bits
+    scale = 4**bits
     n = x * scale
     r = math.isqrt(math.ceil(n))
     if r * r < n:
         r += 1
-    return Fraction(r, 2 ** bits)
+    return Fraction(r, 2**bits)
 
 
 def fmt(token: Token) -> str:

@@ -21,9 +21,10 @@ fixes every other one.
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Sequence
 
 import numpy as np
 
@@ -66,7 +67,9 @@ def injective_direction(values: Sequence[Token], d: int, start: int = 1) -> tupl
         v = tuple(Fraction(t) ** i for i in range(d))
         if len({dot(v, x) for x in values}) == len(values):
             return v
-    raise AssertionError("unreachable: more bad t than the polynomial bound allows")  # pragma: no cover
+    raise AssertionError(
+        "unreachable: more bad t than the polynomial bound allows"
+    )  # pragma: no cover
 
 
 #: Number of small-integer candidate directions :func:`conditioned_direction` tries.
@@ -78,7 +81,7 @@ def _projection_spacing(values: list[Token], v: Sequence[Fraction]) -> tuple[Fra
     proj = sorted(dot(v, x) for x in values)
     if len(proj) < 2:
         return Fraction(1), Fraction(0)
-    return min(b - a for a, b in zip(proj, proj[1:])), proj[-1] - proj[0]
+    return min(b - a for a, b in itertools.pairwise(proj)), proj[-1] - proj[0]
 
 
 def conditioned_direction(values: Sequence[Token], d: int) -> tuple[Fraction, ...]:
@@ -132,7 +135,7 @@ def conditioned_direction(values: Sequence[Token], d: int) -> tuple[Fraction, ..
         if not any(cand):
             continue
         proj = sorted(sum(a * c for a, c in zip(cand, n) if a) for n in ints)
-        gap, spread = min(b - a for a, b in zip(proj, proj[1:])), proj[-1] - proj[0]
+        gap, spread = min(b - a for a, b in itertools.pairwise(proj)), proj[-1] - proj[0]
         if gap > 0 and Fraction(gap, spread) > best_score:
             best, best_score = cand, Fraction(gap, spread)
     if best is None:
@@ -150,12 +153,23 @@ def _check_move(values: set[Token], p: Token, vector: Sequence, d: int, what: st
     if p not in values:
         raise ValueError(f"the point to move {fmt(p)} is not in values")
     if len(p) != d or len(vector) != d:
-        raise ValueError(f"p and {what} must have d = {d} coordinates, got {len(p)} and {len(vector)}")
+        raise ValueError(
+            f"p and {what} must have d = {d} coordinates, got {len(p)} and {len(vector)}"
+        )
 
 
-def hat_move(values: set[Token], p: Token, displacement: Sequence[Fraction], d: int, *, flat: bool,
-             translation: Sequence[Fraction] | None = None, role: str = "", start: int = 1,
-             direction: Sequence[Fraction] | None = None) -> FFLayer:
+def hat_move(
+    values: set[Token],
+    p: Token,
+    displacement: Sequence[Fraction],
+    d: int,
+    *,
+    flat: bool,
+    translation: Sequence[Fraction] | None = None,
+    role: str = "",
+    start: int = 1,
+    direction: Sequence[Fraction] | None = None,
+) -> FFLayer:
     r"""A residual hat FF :math:`x \mapsto x + h(\langle v, x \rangle) D\, (+\, t)` with :math:`h(\langle v, p \rangle) = 1` and :math:`h = 0` at every other value.
 
     :math:`v` is :func:`~sxor.interp.hats.injective_direction` of ``values``; :math:`g` the
@@ -220,8 +234,16 @@ def hat_move(values: set[Token], p: Token, displacement: Sequence[Fraction], d: 
     return FFLayer(Fraction(1), U, b, W, role, g, sum(abs(c) for c in v))
 
 
-def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *, role: str = "",
-              start: int = 1, direction: Sequence[Fraction] | None = None) -> FFLayer:
+def snap_move(
+    values: set[Token],
+    p: Token,
+    goal: Sequence[Fraction],
+    d: int,
+    *,
+    role: str = "",
+    start: int = 1,
+    direction: Sequence[Fraction] | None = None,
+) -> FFLayer:
     r"""A residual width-4 FF :math:`x \mapsto x + g(\langle u, x \rangle)` that sends a whole segment through ``p`` exactly to ``goal``.
 
     The segment is :math:`\{p + a e_1 : |a| \le \mathrm{gap}/4\}`; every point whose projection is
@@ -267,7 +289,9 @@ def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *,
     else:
         u = tuple(Fraction(a) for a in direction)
         if len(u) != d or u[0] != 1:
-            raise ValueError(f"direction must have d = {d} coordinates and first coordinate 1, got {fmt(u)}")
+            raise ValueError(
+                f"direction must have d = {d} coordinates and first coordinate 1, got {fmt(u)}"
+            )
     s, gap = dot(u, p), _gap(values, u, p)
     if gap <= 0:
         raise ValueError(f"direction {fmt(u)} does not separate {fmt(p)} from the other values")
@@ -286,8 +310,9 @@ def snap_move(values: set[Token], p: Token, goal: Sequence[Fraction], d: int, *,
     return FFLayer(Fraction(1), U, b, W, role, gap, Fraction(1))
 
 
-def line_projection(values: set[Token], d: int, floor: Fraction, *, role: str = "",
-                    start: int = 1) -> tuple[FFLayer, tuple[Fraction, ...], Fraction]:
+def line_projection(
+    values: set[Token], d: int, floor: Fraction, *, role: str = "", start: int = 1
+) -> tuple[FFLayer, tuple[Fraction, ...], Fraction]:
     r"""The non-residual width-1 FF :math:`x \mapsto \operatorname{relu}(\langle v, x \rangle - c)\, e_1`.
 
     :math:`v = \lambda w` with :math:`w` = :func:`~sxor.interp.hats.conditioned_direction` of
@@ -337,5 +362,7 @@ def line_projection(values: set[Token], d: int, floor: Fraction, *, role: str = 
     c = min(dot(v, x) for x in values) - floor
     W = zeros(d, 1)
     W[0, 0] = Fraction(1)
-    layer = FFLayer(Fraction(0), np.array([list(v)], dtype=object), np.array([-c], dtype=object), W, role)
+    layer = FFLayer(
+        Fraction(0), np.array([list(v)], dtype=object), np.array([-c], dtype=object), W, role
+    )
     return layer, v, c

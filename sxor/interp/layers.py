@@ -39,7 +39,9 @@ import mpmath
 import numpy as np
 import torch
 
-from .exact import as_exact, exact_scalar as _exact_scalar, fractions as _fractions, is_exact
+from .exact import as_exact, is_exact
+from .exact import exact_scalar as _exact_scalar
+from .exact import fractions as _fractions
 
 Array = Union[torch.Tensor, np.ndarray]
 Scalar = Union[int, float, Fraction]
@@ -59,9 +61,13 @@ def _check_tokens(name: str, shape: tuple[int, ...]) -> None:
         raise ValueError(f"{name} has token dimension d = 0, shape {shape}")
 
 
-def _check_shape(name: str, shape: tuple[int, ...], expected: tuple[int, ...], meaning: str) -> None:
+def _check_shape(
+    name: str, shape: tuple[int, ...], expected: tuple[int, ...], meaning: str
+) -> None:
     if tuple(shape) != tuple(expected):
-        raise ValueError(f"{name} must have shape {tuple(expected)} ({meaning}), got shape {tuple(shape)}")
+        raise ValueError(
+            f"{name} must have shape {tuple(expected)} ({meaning}), got shape {tuple(shape)}"
+        )
 
 
 def _float_scalar(name: str, value: object) -> float:
@@ -103,11 +109,15 @@ def _float_tokens(name: str, X: object) -> tuple[torch.Tensor, bool]:
     """``X`` as a float tensor, and whether the caller passed numpy (so numpy goes back)."""
     if isinstance(X, torch.Tensor):
         if not X.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor (or an object array of Fractions), got {X.dtype}")
+            raise ValueError(
+                f"{name} must be a floating-point tensor (or an object array of Fractions), got {X.dtype}"
+            )
         t, numpy_in = X, False
     elif isinstance(X, np.ndarray):
         if X.dtype.kind not in "fiu":
-            raise ValueError(f"{name} must be a float array or an object array of Fractions, got dtype {X.dtype}")
+            raise ValueError(
+                f"{name} must be a float array or an object array of Fractions, got dtype {X.dtype}"
+            )
         t, numpy_in = torch.as_tensor(X.astype(np.float64)), True
     else:
         raise ValueError(f"{name} must be a torch.Tensor or a numpy array, got {type(X).__name__}")
@@ -177,7 +187,9 @@ def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
         U, b, W = _float_tensor("U", U, X), _float_tensor("b", b, X), _float_tensor("W", W, X)
         eta = _float_scalar("eta", eta)
     if U.ndim != 2 or U.shape[1] != d:
-        raise ValueError(f"U must have shape [w, d] with d = {d} (the token dimension), got {tuple(U.shape)}")
+        raise ValueError(
+            f"U must have shape [w, d] with d = {d} (the token dimension), got {tuple(U.shape)}"
+        )
     w = U.shape[0]
     _check_shape("b", tuple(b.shape), (w,), f"one bias per hidden unit, w = {w}")
     _check_shape("W", tuple(W.shape), (d, w), f"[d, w] = [{d}, {w}]")
@@ -257,7 +269,7 @@ def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
         counts = top.sum(axis=-1, keepdims=True)
         pi = np.empty(S.shape, dtype=object)
         for idx, hit in np.ndenumerate(top):
-            pi[idx] = Fraction(1, int(counts[idx[:-1] + (0,)])) if hit else Fraction(0)
+            pi[idx] = Fraction(1, int(counts[(*idx[:-1], 0)])) if hit else Fraction(0)
         return pi
     numpy_in = isinstance(X, np.ndarray)
     S = attention_scores(X, A)
@@ -268,7 +280,7 @@ def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
             "or use the exact path (object arrays of Fractions)"
         )
     if tau == 0:
-        top = (S == S.amax(dim=-1, keepdim=True)).to(S.dtype)
+        top = (S.amax(dim=-1, keepdim=True) == S).to(S.dtype)
         pi = top / top.sum(dim=-1, keepdim=True)
     else:
         # (s - max) / tau <= 0, and exactly 0 on the maximisers: stable for every tau > 0, even one
@@ -337,7 +349,9 @@ def _pair_tokens(P: Array, Q: Array) -> tuple[object, object, bool]:
         Q, _ = _float_tokens("Q", Q)
         Q = Q.to(dtype=P.dtype, device=P.device)
     if P.shape[-1] != Q.shape[-1]:
-        raise ValueError(f"P and Q must have the same token dimension d, got {P.shape[-1]} and {Q.shape[-1]}")
+        raise ValueError(
+            f"P and Q must have the same token dimension d, got {P.shape[-1]} and {Q.shape[-1]}"
+        )
     try:
         np.broadcast_shapes(tuple(P.shape[:-2]), tuple(Q.shape[:-2]))
     except ValueError:

@@ -49,7 +49,9 @@ def _int(name: str, value: object, minimum: int) -> int:
 
 def _generator(generator: object) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator (for reproducible draws), got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator (for reproducible draws), got {type(generator).__name__}"
+        )
     return generator
 
 
@@ -134,8 +136,11 @@ def low_rank_layer(a: object, b: object, u: object) -> dict[str, object]:
     if a.ndim != 0 or b.ndim != 0:
         raise ValueError(f"a and b must be scalars, got shapes {a.shape} and {b.shape}")
     d = u.shape[0]
-    return {"A": a.item() * identity_matrix(d) + b.item() * np.outer(u, u), "rho": Fraction(0),
-            "V": identity_matrix(d)}
+    return {
+        "A": a.item() * identity_matrix(d) + b.item() * np.outer(u, u),
+        "rho": Fraction(0),
+        "V": identity_matrix(d),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -153,7 +158,9 @@ def _tokens(X: object) -> np.ndarray:
 def _direction(X: np.ndarray, v: object) -> np.ndarray:
     v = as_exact(v, "v")
     if v.shape != (X.shape[1],):
-        raise ValueError(f"v must have shape [d] = ({X.shape[1]},) (the token dimension of X), got {v.shape}")
+        raise ValueError(
+            f"v must have shape [d] = ({X.shape[1]},) (the token dimension of X), got {v.shape}"
+        )
     return v
 
 
@@ -236,11 +243,16 @@ def box_sets(X: object, R: object) -> list[list[int]]:
     """
     X, R = _tokens(X), _positive("R", R)
     if any(x < 0 or x > R for x in X.flat):
-        raise ValueError("a token lies outside the box [0, R]^d: the box characterisation does not apply")
+        raise ValueError(
+            "a token lies outside the box [0, R]^d: the box characterisation does not apply"
+        )
     if not any(all(x == R for x in row) for row in X):
         raise ValueError("no token sits at the corner R 1")
     n, d = X.shape
-    return [[l for l in range(n) if all(X[l, k] == R for k in range(d) if X[i, k] > 0)] for i in range(n)]
+    return [
+        [l for l in range(n) if all(X[l, k] == R for k in range(d) if X[i, k] > 0)]
+        for i in range(n)
+    ]
 
 
 def box_prediction(X: object, R: object) -> np.ndarray:
@@ -282,7 +294,10 @@ def box_violations(X: object, R: object) -> list[str]:
         return ["no token sits at the corner R 1"]
     corner = [R] * X.shape[1]
     return [
-        f"x_{i} ties the corner with x_{j}" for i, C in enumerate(box_sets(X, R)) for j in C if list(X[j]) != corner
+        f"x_{i} ties the corner with x_{j}"
+        for i, C in enumerate(box_sets(X, R))
+        for j in C
+        if list(X[j]) != corner
     ]
 
 
@@ -340,7 +355,9 @@ def low_rank_threshold(Q: object, u: object) -> Fraction | None:
         raise ValueError("the tokens of Q must be pairwise distinct")
     norms = {dot(r, r) for r in rows}
     if len(norms) != 1:
-        raise ValueError(f"the tokens of Q must all have one norm, got {len(norms)} different norms")
+        raise ValueError(
+            f"the tokens of Q must all have one norm, got {len(norms)} different norms"
+        )
     (r2,) = norms
     best: Fraction | None = None
     for q in rows:
@@ -381,9 +398,13 @@ def circle_threshold_bound(M: int) -> Fraction:
     if isinstance(M, bool) or not isinstance(M, (int, np.integer)):
         raise TypeError(f"M must be an int, got {M!r} of type {type(M).__name__}")
     if M < 3:
-        raise ValueError(f"M must be >= 3 (the last two spots then lie beyond the diagonal), got {M}")
+        raise ValueError(
+            f"M must be >= 3 (the last two spots then lie beyond the diagonal), got {M}"
+        )
     M = int(M)
-    return Fraction((M + 1) * (2 * M * M + 2 * M + 1), 2 * (M * M - M - 1) * (2 * M * M + 4 * M + 1))
+    return Fraction(
+        (M + 1) * (2 * M * M + 2 * M + 1), 2 * (M * M - M - 1) * (2 * M * M + 4 * M + 1)
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -391,7 +412,9 @@ def circle_threshold_bound(M: int) -> Fraction:
 # --------------------------------------------------------------------------------------------
 
 
-def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: int = 4, den: int = 8) -> np.ndarray:
+def random_rationals(
+    shape: tuple[int, ...], generator: torch.Generator, bound: int = 4, den: int = 8
+) -> np.ndarray:
     r"""Object array of Fractions :math:`p / q` with values in :math:`[-\mathrm{bound}, \mathrm{bound}]`.
 
     :math:`q` is uniform in :math:`\{1, \dots, \mathrm{den}\}`, then :math:`p` uniform in
@@ -414,14 +437,18 @@ def random_rationals(shape: tuple[int, ...], generator: torch.Generator, bound: 
     generator = _generator(generator)
     bound, den = _int("bound", bound, 0), _int("den", den, 1)
     q = torch.randint(1, den + 1, shape, generator=generator)
-    p = (torch.rand(shape, generator=generator, dtype=torch.float64) * (2 * bound * q + 1)).floor().long() - bound * q
+    p = (
+        torch.rand(shape, generator=generator, dtype=torch.float64) * (2 * bound * q + 1)
+    ).floor().long() - bound * q
     out = np.empty(shape, dtype=object)
     for idx in np.ndindex(*shape):
         out[idx] = Fraction(int(p[idx]), int(q[idx]))
     return out
 
 
-def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, np.ndarray]:
+def random_rank_one_instance(
+    n: int, d: int, generator: torch.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Random ``(X [n, d], v [d])`` satisfying Lemma A's hypotheses (redrawn until they do, at most 10 000 times).
 
     Parameters
@@ -437,7 +464,9 @@ def random_rank_one_instance(n: int, d: int, generator: torch.Generator) -> tupl
         v = random_rationals((d,), generator, bound=3, den=3)
         if any(x != 0 for x in v) and not rank_one_violations(X, v):
             return X, v
-    raise ValueError(f"no admissible rank-one instance with n = {n}, d = {d} in 10 000 draws")  # pragma: no cover
+    raise ValueError(
+        f"no admissible rank-one instance with n = {n}, d = {d} in 10 000 draws"
+    )  # pragma: no cover
 
 
 def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
@@ -462,9 +491,14 @@ def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.
         for a larger ``n`` (which could never be drawn).
     """
     n, d, generator = _int("n", n, 1), _int("d", d, 1), _generator(generator)
-    if d < 8 and n > 22 ** d:
-        raise ValueError(f"n = {n} distinct tokens do not exist on this grid: at most 22^d = {22 ** d} for d = {d}")
-    R = Fraction(int(torch.randint(1, 6, (), generator=generator)), int(torch.randint(1, 4, (), generator=generator)))
+    if d < 8 and n > 22**d:
+        raise ValueError(
+            f"n = {n} distinct tokens do not exist on this grid: at most 22^d = {22**d} for d = {d}"
+        )
+    R = Fraction(
+        int(torch.randint(1, 6, (), generator=generator)),
+        int(torch.randint(1, 4, (), generator=generator)),
+    )
     rows = [[R] * d]
     while len(rows) < n:
         q = torch.randint(1, 9, (d,), generator=generator)
@@ -476,7 +510,9 @@ def random_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.
     return np.array([rows[k] for k in order], dtype=object).reshape(n, d), R
 
 
-def random_grid_box_instance(n: int, d: int, generator: torch.Generator) -> tuple[np.ndarray, Fraction]:
+def random_grid_box_instance(
+    n: int, d: int, generator: torch.Generator
+) -> tuple[np.ndarray, Fraction]:
     r"""Random tokens on the grid :math:`\{0, R/2, R\}^d` plus the corner.
 
     Faces and zeros are common, so ties with the corner happen (to test the exact
@@ -551,13 +587,19 @@ def random_sphere_instance(
         for a larger ``n_sphere``, ``d = 1`` (one reachable point) or ``d > 6`` (inside points too
         rare to draw).
     """
-    n_sphere, n_inside, d = _int("n_sphere", n_sphere, 1), _int("n_inside", n_inside, 0), _int("d", d, 2)
+    n_sphere, n_inside, d = (
+        _int("n_sphere", n_sphere, 1),
+        _int("n_inside", n_inside, 0),
+        _int("d", d, 2),
+    )
     generator = _generator(generator)
     if d > 6:
         raise ValueError(f"d = {d} > 6: points inside the sphere are too rare in the cube to draw")
     if n_sphere > 61 ** (d - 1):
-        raise ValueError(f"n_sphere = {n_sphere} distinct points do not exist on this grid: at most 61^(d-1) = "
-                         f"{61 ** (d - 1)} for d = {d}")
+        raise ValueError(
+            f"n_sphere = {n_sphere} distinct points do not exist on this grid: at most 61^(d-1) = "
+            f"{61 ** (d - 1)} for d = {d}"
+        )
     R = Fraction(int(torch.randint(1, 5, (), generator=generator)))
     on = []
     while len(on) < n_sphere:

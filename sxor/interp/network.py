@@ -18,18 +18,19 @@ temperature.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
-from dataclasses import dataclass, field
 import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Sequence
 
 import mpmath
 import numpy as np
 
+from .enclosures import softmax_attention_enclosure
 from .exact import Token, as_exact, exact_scalar, identity, is_exact, zeros
 from .layers import feed_forward, self_attention
-from .enclosures import softmax_attention_enclosure
 
 ATTENTIONS = ("hardmax", "softmax")
 
@@ -100,8 +101,7 @@ class FFLayer:
 
 
 def identity_ff(d: int) -> FFLayer:
-    r"""The identity FF layer (:math:`\eta = 1`, width 0) in dimension ``d``.
-    """
+    r"""The identity FF layer (:math:`\eta = 1`, width 0) in dimension ``d``."""
     return FFLayer(Fraction(1), zeros(0, d), zeros(0), zeros(d, 0), "identity")
 
 
@@ -145,8 +145,7 @@ class SALayer:
 
     @property
     def dense_parameters(self) -> int:
-        r"""Stored numbers of a dense head, full ``Q, K, V [d, d]`` (:math:`A = Q^\top K`) and :math:`\rho`, i.e. :math:`3 d^2 + 1`.
-        """
+        r"""Stored numbers of a dense head, full ``Q, K, V [d, d]`` (:math:`A = Q^\top K`) and :math:`\rho`, i.e. :math:`3 d^2 + 1`."""
         return 3 * self.d * self.d + 1
 
     @property
@@ -155,8 +154,7 @@ class SALayer:
 
     @property
     def scores_constant(self) -> bool:
-        r"""Whether :math:`A = 0`, so that all scores are equal and the weights are :math:`1/n` for every :math:`\tau`.
-        """
+        r"""Whether :math:`A = 0`, so that all scores are equal and the weights are :math:`1/n` for every :math:`\tau`."""
         return self.alpha == 0 and all(v == 0 for v in self.q)
 
     @property
@@ -189,19 +187,21 @@ class SALayer:
         if self.scores_constant:
             tau = 0
         if tau != 0 and is_exact(X):
-            lo, hi = softmax_attention_enclosure(X, self.A, self.rho, self.V, as_exact(tau, "tau").item(),
-                                                 ENCLOSURE_BITS)
+            lo, hi = softmax_attention_enclosure(
+                X, self.A, self.rho, self.V, as_exact(tau, "tau").item(), ENCLOSURE_BITS
+            )
             return (lo + hi) / 2
         return self_attention(X, self.A, self.rho, self.V, tau)
 
 
 def identity_sa(d: int) -> SALayer:
-    r"""The identity SA layer (:math:`\rho = 1`, :math:`V = 0`, :math:`A = 0`) in dimension ``d``.
-    """
+    r"""The identity SA layer (:math:`\rho = 1`, :math:`V = 0`, :math:`A = 0`) in dimension ``d``."""
     return SALayer(Fraction(1), Fraction(0), zeros(d), zeros(d), Fraction(0), "identity")
 
 
-def mean_sa(d: int, rho: Fraction = Fraction(0), beta: Fraction = Fraction(1), role: str = "") -> SALayer:
+def mean_sa(
+    d: int, rho: Fraction = Fraction(0), beta: Fraction = Fraction(1), role: str = ""
+) -> SALayer:
     r"""Mean attention, :math:`A = 0`: :math:`x \mapsto \rho x + \beta \operatorname{mean}(X)`, the same at every temperature.
 
     Parameters
@@ -249,7 +249,7 @@ def _apply_ff(layer: FFLayer, states: list[np.ndarray]) -> list[np.ndarray]:
     """Apply a token-wise layer to all sequences at once (one call on the stacked tokens)."""
     sizes = np.cumsum([0] + [s.shape[0] for s in states])
     out = layer(np.concatenate(states, axis=0))
-    return [out[a:b] for a, b in zip(sizes[:-1], sizes[1:])]
+    return [out[a:b] for a, b in itertools.pairwise(sizes)]
 
 
 @dataclass(frozen=True)
@@ -326,7 +326,9 @@ class InterpolatingTransformer:
         """
         params = self.parameters()
         big = max((abs(p) for p in params), default=Fraction(0))
-        bits = max((max(p.numerator.bit_length(), p.denominator.bit_length()) for p in params), default=0)
+        bits = max(
+            (max(p.numerator.bit_length(), p.denominator.bit_length()) for p in params), default=0
+        )
         return big, bits
 
     @property
@@ -359,7 +361,10 @@ class InterpolatingTransformer:
         if ratio <= 1:
             return mpmath.inf
         iv = mpmath.iv
-        saved, iv.prec = iv.prec, 80  # enclose with 27 guard bits, then round the lower end down to 53
+        saved, iv.prec = (
+            iv.prec,
+            80,
+        )  # enclose with 27 guard bits, then round the lower end down to 53
         try:
             gap = iv.mpf(self.gap.numerator) / iv.mpf(self.gap.denominator)
             log = iv.log(iv.mpf(ratio.numerator) / iv.mpf(ratio.denominator))
@@ -412,19 +417,29 @@ class InterpolatingTransformer:
             for hardmax networks and ``tau <= 0``, NaN or infinity.
         """
         if self.attention != "softmax":
-            raise ValueError("error_bound is defined for softmax transformers only (hardmax is exact)")
+            raise ValueError(
+                "error_bound is defined for softmax transformers only (hardmax is exact)"
+            )
         if isinstance(tau, (bool, str, complex)) or not isinstance(tau, (numbers.Real, Fraction)):
-            raise TypeError(f"tau must be a real number > 0, got {tau!r} of type {type(tau).__name__}")
-        tau = mpmath.mpf(tau.numerator) / tau.denominator if isinstance(tau, Fraction) else mpmath.mpf(tau)
+            raise TypeError(
+                f"tau must be a real number > 0, got {tau!r} of type {type(tau).__name__}"
+            )
+        tau = (
+            mpmath.mpf(tau.numerator) / tau.denominator
+            if isinstance(tau, Fraction)
+            else mpmath.mpf(tau)
+        )
         if not (tau > 0 and mpmath.isfinite(tau)):
             raise ValueError(f"tau must be finite and > 0, got {tau}")
         if self.gap is None:
             return mpmath.mpf(0)
-        return mpmath.mpf(self.spread.numerator) / self.spread.denominator * mpmath.exp(
-            -(mpmath.mpf(self.gap.numerator) / self.gap.denominator) / tau
+        return (
+            mpmath.mpf(self.spread.numerator)
+            / self.spread.denominator
+            * mpmath.exp(-(mpmath.mpf(self.gap.numerator) / self.gap.denominator) / tau)
         )
 
-    def at_temperature(self, tau) -> "InterpolatingTransformer":
+    def at_temperature(self, tau) -> InterpolatingTransformer:
         r"""A copy of this softmax network at temperature ``tau``.
 
         Parameters
@@ -530,7 +545,9 @@ class InterpolatingTransformer:
             them.
         """
         if not isinstance(sequences, (list, tuple)):
-            raise TypeError(f"sequences must be a list of [n, d] sequences, got {type(sequences).__name__}")
+            raise TypeError(
+                f"sequences must be a list of [n, d] sequences, got {type(sequences).__name__}"
+            )
         states = list(sequences)
         for s in states:
             self._check(s)

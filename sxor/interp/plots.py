@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from .clustering import convex_hull_2d
 from .layers import Array
 
-
 MARKERS = ["o", "*", "^", "s", "P", "X", "v", "D"]
 #: Marker area, in points^2, of every entry of a token legend. The drawn sizes grow with the
 #: number of tokens at a point (up to 150 for a target), which made the legend's markers overlap.
 LEGEND_MARKER_SIZE = 50
-COLORS = ["tab:blue", "tab:green", "tab:orange", "tab:purple", "tab:red", "tab:brown", "tab:pink", "tab:olive"]
+COLORS = [
+    "tab:blue",
+    "tab:green",
+    "tab:orange",
+    "tab:purple",
+    "tab:red",
+    "tab:brown",
+    "tab:pink",
+    "tab:olive",
+]
 
 
 def _float(a: Array, name: str = "points") -> np.ndarray:
@@ -55,7 +63,14 @@ def _label_plane(ax, title: str | None):
     return ax
 
 
-def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: bool = True, title: str | None = None):
+def plot_trajectory(
+    ax,
+    traj: Array,
+    *,
+    leaders: list[int] | None = None,
+    hull: bool = True,
+    title: str | None = None,
+):
     """Draw the paths ``traj [steps + 1, n, 2]`` of 2-D tokens: grey paths, initial tokens (blue),
     final tokens (red), the given leaders (stars) and the convex hull of the initial cloud.
 
@@ -69,10 +84,26 @@ def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: 
     for i in range(T.shape[1]):
         ax.plot(T[:, i, 0], T[:, i, 1], color="0.7", lw=0.8, zorder=1)
     ax.scatter(T[0, :, 0], T[0, :, 1], s=14, color="tab:blue", label="initial tokens", zorder=2)
-    ax.scatter(T[-1, :, 0], T[-1, :, 1], s=40, color="tab:red", marker="x", label="after the last layer", zorder=3)
+    ax.scatter(
+        T[-1, :, 0],
+        T[-1, :, 1],
+        s=40,
+        color="tab:red",
+        marker="x",
+        label="after the last layer",
+        zorder=3,
+    )
     if leaders:
-        ax.scatter(T[0, leaders, 0], T[0, leaders, 1], s=160, facecolor="none", edgecolor="k", marker="*",
-                   label="leaders", zorder=4)
+        ax.scatter(
+            T[0, leaders, 0],
+            T[0, leaders, 1],
+            s=160,
+            facecolor="none",
+            edgecolor="k",
+            marker="*",
+            label="leaders",
+            zorder=4,
+        )
     if hull and T.shape[1] >= 3:
         H = convex_hull_2d(T[0])
         ring = T[0, H + H[:1]]
@@ -80,7 +111,9 @@ def plot_trajectory(ax, traj: Array, *, leaders: list[int] | None = None, hull: 
     return _label_plane(ax, title)
 
 
-def plot_before_after(ax, X: Array, Y: Array, *, title: str | None = None, highlight: list[int] | None = None):
+def plot_before_after(
+    ax, X: Array, Y: Array, *, title: str | None = None, highlight: list[int] | None = None
+):
     """Draw one layer ``X -> Y`` of 2-D tokens: arrows from each token to its image, ``X`` in blue,
     ``Y`` in red, and the tokens in ``highlight`` circled.
 
@@ -94,17 +127,32 @@ def plot_before_after(ax, X: Array, Y: Array, *, title: str | None = None, highl
     highlight = _check_indices("highlight", highlight or [], X.shape[0])
     for x, y in zip(X, Y):
         if np.any(x != y):
-            ax.annotate("", xy=y, xytext=x, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8})
+            ax.annotate(
+                "", xy=y, xytext=x, arrowprops={"arrowstyle": "->", "color": "0.6", "lw": 0.8}
+            )
     ax.scatter(X[:, 0], X[:, 1], s=18, color="tab:blue", label="before", zorder=2)
     ax.scatter(Y[:, 0], Y[:, 1], s=60, color="tab:red", marker="x", label="after", zorder=3)
     if highlight:
-        ax.scatter(X[highlight, 0], X[highlight, 1], s=180, facecolor="none", edgecolor="k", label="hypothesis fails",
-                   zorder=4)
+        ax.scatter(
+            X[highlight, 0],
+            X[highlight, 1],
+            s=180,
+            facecolor="none",
+            edgecolor="k",
+            label="hypothesis fails",
+            zorder=4,
+        )
     return _label_plane(ax, title)
 
 
-def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, title: str | None = None,
-                legend: bool = True):
+def plot_tokens(
+    ax,
+    sequences: Sequence,
+    targets: Sequence | None = None,
+    *,
+    title: str | None = None,
+    legend: bool = True,
+):
     """Scatter the 2-D tokens of each sequence ``X_j [n_j, 2]`` (own marker and colour; the size
     grows with the number of tokens at one point) and, if given, the targets ``Y_j [m_j, 2]`` as open
     diamonds of the same colour (chapters 13 and 14). The legend (``legend=True``) is placed to the
@@ -117,10 +165,14 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
     complex/nan/inf entries and more target sets than sequences."""
     _check_ax(ax)
     if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
-        raise TypeError(f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}")
+        raise TypeError(
+            f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}"
+        )
     if targets is not None:
         if isinstance(targets, (str, bytes)) or not hasattr(targets, "__len__"):
-            raise TypeError(f"targets must be a list of [m, 2] arrays, got {type(targets).__name__}")
+            raise TypeError(
+                f"targets must be a list of [m, 2] arrays, got {type(targets).__name__}"
+            )
         if len(targets) > len(sequences):
             raise ValueError(f"{len(targets)} target sets for {len(sequences)} sequences")
         for j, Y in enumerate(targets):
@@ -132,17 +184,43 @@ def plot_tokens(ax, sequences: Sequence, targets: Sequence | None = None, *, tit
         if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] == 0:
             raise ValueError(f"sequence {j} must have shape [n, 2] with n >= 1, got {pts.shape}")
         uniq, counts = np.unique(pts, axis=0, return_counts=True)
-        ax.scatter(uniq[:, 0], uniq[:, 1], s=40 + 25 * (counts - 1), marker=MARKERS[j % 8], color=COLORS[j % 8],
-                   alpha=0.8, label=f"$X_{j + 1}$" + (f" ({len(pts)} tokens)" if len(uniq) < len(pts) else ""))
+        ax.scatter(
+            uniq[:, 0],
+            uniq[:, 1],
+            s=40 + 25 * (counts - 1),
+            marker=MARKERS[j % 8],
+            color=COLORS[j % 8],
+            alpha=0.8,
+            label=f"$X_{j + 1}$" + (f" ({len(pts)} tokens)" if len(uniq) < len(pts) else ""),
+        )
     for j, Y in enumerate(targets if targets is not None else []):
         y = _float(Y)
-        ax.scatter(y[:, 0], y[:, 1], s=150, marker="D", facecolors="none", edgecolors=COLORS[j % 8], lw=1.5,
-                   label=f"$Y_{j + 1}$")
+        ax.scatter(
+            y[:, 0],
+            y[:, 1],
+            s=150,
+            marker="D",
+            facecolors="none",
+            edgecolors=COLORS[j % 8],
+            lw=1.5,
+            label=f"$Y_{j + 1}$",
+        )
     _label_plane(ax, title)
-    if legend:  # outside the data, to the right; one marker size per entry, so markers never overlap
-        uniform_legend_markers(ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                                         borderaxespad=0.0, scatterpoints=1, labelspacing=0.9,
-                                         handletextpad=0.5, frameon=False))
+    if (
+        legend
+    ):  # outside the data, to the right; one marker size per entry, so markers never overlap
+        uniform_legend_markers(
+            ax.legend(
+                fontsize=9,
+                loc="upper left",
+                bbox_to_anchor=(1.02, 1.0),
+                borderaxespad=0.0,
+                scatterpoints=1,
+                labelspacing=0.9,
+                handletextpad=0.5,
+                frameon=False,
+            )
+        )
     return ax
 
 

@@ -12,7 +12,7 @@ two and the legend sits below them, so the figure stays legible at phone width.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -26,14 +26,22 @@ def _check_network(T, sequences, targets):
     from .network import InterpolatingTransformer
 
     if not isinstance(T, InterpolatingTransformer):
-        raise TypeError(f"T must be an InterpolatingTransformer (from sxor.interp.construct), got {type(T).__name__}")
+        raise TypeError(
+            f"T must be an InterpolatingTransformer (from sxor.interp.construct), got {type(T).__name__}"
+        )
     if T.info.get("route") != "leaders":
-        raise ValueError("the schematic needs the four-phase (leader) route: some m_j > 1; "
-                         f"this network took the {T.info.get('route')!r} route")
+        raise ValueError(
+            "the schematic needs the four-phase (leader) route: some m_j > 1; "
+            f"this network took the {T.info.get('route')!r} route"
+        )
     if T.d != 2:
-        raise ValueError(f"the schematic draws the plane: the tokens must have d = 2, got d = {T.d}")
+        raise ValueError(
+            f"the schematic draws the plane: the tokens must have d = 2, got d = {T.d}"
+        )
     if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
-        raise TypeError(f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}")
+        raise TypeError(
+            f"sequences must be a list of [n, 2] arrays, got {type(sequences).__name__}"
+        )
     if isinstance(targets, (str, bytes)) or not hasattr(targets, "__len__"):
         raise TypeError(f"targets must be a list of [m, 2] arrays, got {type(targets).__name__}")
     if len(sequences) != len(targets):
@@ -44,28 +52,66 @@ def _scatter(ax, seqs, *, size=46, alpha=0.85, zorder=3):
     for j, s in enumerate(seqs):
         pts = _float(s, f"sequence {j}")
         uniq, counts = np.unique(pts, axis=0, return_counts=True)
-        ax.scatter(uniq[:, 0], uniq[:, 1], s=size + 22 * (counts - 1), marker=MARKERS[j % 8], color=COLORS[j % 8],
-                   alpha=alpha, zorder=zorder, label=f"$X_{{{j + 1}}}$")
+        ax.scatter(
+            uniq[:, 0],
+            uniq[:, 1],
+            s=size + 22 * (counts - 1),
+            marker=MARKERS[j % 8],
+            color=COLORS[j % 8],
+            alpha=alpha,
+            zorder=zorder,
+            label=f"$X_{{{j + 1}}}$",
+        )
 
 
 def _geometry(ax, R: float, rho: float, lim: tuple[float, float]):
     """The box [1, R]^2, the diagonal beyond it and the parking circle (its negative-quadrant arc bold)."""
     from matplotlib.patches import Circle, Rectangle
 
-    ax.add_patch(Rectangle((1, 1), R - 1, R - 1, facecolor="0.9", edgecolor="0.35", lw=1.2, zorder=1,
-                           label=r"box $[1,R]^2$"))
-    ax.plot([R, lim[1]], [R, lim[1]], ls=":", color="0.4", lw=1.0, zorder=1, label="leaders' diagonal")
+    ax.add_patch(
+        Rectangle(
+            (1, 1),
+            R - 1,
+            R - 1,
+            facecolor="0.9",
+            edgecolor="0.35",
+            lw=1.2,
+            zorder=1,
+            label=r"box $[1,R]^2$",
+        )
+    )
+    ax.plot(
+        [R, lim[1]], [R, lim[1]], ls=":", color="0.4", lw=1.0, zorder=1, label="leaders' diagonal"
+    )
     ax.add_patch(Circle((0, 0), rho, fill=False, ls="--", edgecolor="0.6", lw=0.8, zorder=1))
     t = np.linspace(np.pi, 1.5 * np.pi, 100)
-    ax.plot(rho * np.cos(t), rho * np.sin(t), color="0.25", lw=2.0, zorder=1, label=r"parking arc $|q|=\varrho$")
+    ax.plot(
+        rho * np.cos(t),
+        rho * np.sin(t),
+        color="0.25",
+        lw=2.0,
+        zorder=1,
+        label=r"parking arc $|q|=\varrho$",
+    )
 
 
 def _arrows(ax, before, after):
     for b, a in zip(before, after):
         B, A = _float(b), _float(a)
         for x, y in {(tuple(p), tuple(q)) for p, q in zip(B, A) if tuple(p) != tuple(q)}:
-            ax.annotate("", xy=y, xytext=x, zorder=2,
-                        arrowprops={"arrowstyle": "->", "color": "0.45", "lw": 0.9, "shrinkA": 3, "shrinkB": 5})
+            ax.annotate(
+                "",
+                xy=y,
+                xytext=x,
+                zorder=2,
+                arrowprops={
+                    "arrowstyle": "->",
+                    "color": "0.45",
+                    "lw": 0.9,
+                    "shrinkA": 3,
+                    "shrinkB": 5,
+                },
+            )
 
 
 def plot_phases(T, sequences: Sequence, targets: Sequence, *, fontsize: float = 11.0):
@@ -114,13 +160,24 @@ def plot_phases(T, sequences: Sequence, targets: Sequence, *, fontsize: float = 
         raise ValueError(f"fontsize must be a positive number, got {fontsize!r}")
     snap = T.snapshots(list(sequences))
     R, rho = float(T.info["box"]), float(T.info["park_radius"])
-    pts = np.concatenate([_float(s) for key in ("separation", "leaders", "collapse", "interpolation")
-                          for s in snap[key]] + [_float(y, f"target {j}") for j, y in enumerate(targets)])
+    pts = np.concatenate(
+        [
+            _float(s)
+            for key in ("separation", "leaders", "collapse", "interpolation")
+            for s in snap[key]
+        ]
+        + [_float(y, f"target {j}") for j, y in enumerate(targets)]
+    )
     hi = max(float(pts.max()), R) + 1.5
     lo = min(float(pts.min()), -rho) - 1.0
     lim = (lo, hi)
     fig, axes = plt.subplots(2, 2, figsize=(7.0, 7.6), sharex=True, sharey=True)
-    panels = [("separation", None), ("leaders", None), ("collapse", "leaders"), ("interpolation", "collapse")]
+    panels = [
+        ("separation", None),
+        ("leaders", None),
+        ("collapse", "leaders"),
+        ("interpolation", "collapse"),
+    ]
     for ax, title, (key, before) in zip(axes.flat, PHASE_TITLES, panels):
         _check_ax(ax)
         if key != "separation":
@@ -130,13 +187,30 @@ def plot_phases(T, sequences: Sequence, targets: Sequence, *, fontsize: float = 
         _scatter(ax, snap[key])
         if key == "leaders":
             lead = np.array([_float(s)[0] for s in snap[key]])
-            ax.scatter(lead[:, 0], lead[:, 1], s=230, facecolor="none", edgecolor="k", lw=1.2, zorder=4,
-                       label="leader")
+            ax.scatter(
+                lead[:, 0],
+                lead[:, 1],
+                s=230,
+                facecolor="none",
+                edgecolor="k",
+                lw=1.2,
+                zorder=4,
+                label="leader",
+            )
         if key == "interpolation":
             for j, y in enumerate(targets):
                 yy = _float(y, f"target {j}")
-                ax.scatter(yy[:, 0], yy[:, 1], s=170, marker="D", facecolors="none", edgecolors=COLORS[j % 8],
-                           lw=1.6, zorder=4, label="targets $Y_j$" if j == 0 else None)
+                ax.scatter(
+                    yy[:, 0],
+                    yy[:, 1],
+                    s=170,
+                    marker="D",
+                    facecolors="none",
+                    edgecolors=COLORS[j % 8],
+                    lw=1.6,
+                    zorder=4,
+                    label="targets $Y_j$" if j == 0 else None,
+                )
         ax.axhline(0, color="0.85", lw=0.6, zorder=0)
         ax.axvline(0, color="0.85", lw=0.6, zorder=0)
         ax.set_xlim(lim)
@@ -154,9 +228,19 @@ def plot_phases(T, sequences: Sequence, targets: Sequence, *, fontsize: float = 
             if lab not in handles:
                 handles[lab] = h
                 labels.append(lab)
-    legend = fig.legend([handles[lab] for lab in labels], labels, loc="lower center", ncol=3, fontsize=fontsize,
-                        frameon=False, bbox_to_anchor=(0.5, 0.0), handletextpad=0.4, columnspacing=1.2,
-                        scatterpoints=1, markerscale=1.0)
+    legend = fig.legend(
+        [handles[lab] for lab in labels],
+        labels,
+        loc="lower center",
+        ncol=3,
+        fontsize=fontsize,
+        frameon=False,
+        bbox_to_anchor=(0.5, 0.0),
+        handletextpad=0.4,
+        columnspacing=1.2,
+        scatterpoints=1,
+        markerscale=1.0,
+    )
     for h in legend.legend_handles:
         if hasattr(h, "set_sizes"):
             h.set_sizes([60])

@@ -69,7 +69,9 @@ def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
     """
     S = attention_scores(X, A)
     if S.ndim != 2:
-        raise ValueError(f"score_gaps takes one sequence X [n, d], got scores of shape {tuple(S.shape)}")
+        raise ValueError(
+            f"score_gaps takes one sequence X [n, d], got scores of shape {tuple(S.shape)}"
+        )
     rows = S.tolist()
     sizes, gaps = [], []
     for row in rows:
@@ -106,8 +108,12 @@ def log_nonmax_weight(X: Array, A: Array, tau: float) -> torch.Tensor:
         raise ValueError("tau must be > 0 (at tau = 0 the weight outside the argmax set is 0)")
     S = attention_scores(X, A)
     top = np.equal(S, S.max(axis=-1, keepdims=True)) if is_exact(X) else None
-    S = torch.as_tensor(np.asarray(S, dtype=np.float64)) if isinstance(S, np.ndarray) else S.to(torch.float64)
-    top = torch.as_tensor(top) if top is not None else S == S.amax(-1, keepdim=True)
+    S = (
+        torch.as_tensor(np.asarray(S, dtype=np.float64))
+        if isinstance(S, np.ndarray)
+        else S.to(torch.float64)
+    )
+    top = torch.as_tensor(top) if top is not None else S.amax(-1, keepdim=True) == S
     z = S / float(tau)
     return torch.logsumexp(z.masked_fill(top, -math.inf), dim=-1) - torch.logsumexp(z, dim=-1)
 
@@ -172,10 +178,20 @@ def softmax_deviation(X: Array, A: Array, rho: Scalar, V: Array, tau: float) -> 
         for what :func:`sxor.interp.layers.self_attention` refuses (non-finite entries, bad shapes,
         ``tau < 0``).
     """
-    Xf = torch.as_tensor(np.asarray(X, dtype=np.float64)) if isinstance(X, np.ndarray) else X.to(torch.float64)
+    Xf = (
+        torch.as_tensor(np.asarray(X, dtype=np.float64))
+        if isinstance(X, np.ndarray)
+        else X.to(torch.float64)
+    )
     hard = self_attention(X, A, rho, V, 0)
-    hard = torch.as_tensor(np.asarray(hard, dtype=np.float64)) if isinstance(hard, np.ndarray) else hard
-    soft = self_attention(Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau)
+    hard = (
+        torch.as_tensor(np.asarray(hard, dtype=np.float64))
+        if isinstance(hard, np.ndarray)
+        else hard
+    )
+    soft = self_attention(
+        Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau
+    )
     return (soft - hard.to(soft)).norm(dim=-1)
 
 
@@ -222,14 +238,23 @@ def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[st
             v, p, q = (np.asarray(a, dtype=np.float64) for a in (v, p, q))
             s, h, one, zero = float(s), float(h), 1.0, 0.0
         except (TypeError, ValueError):
-            raise ValueError("v, p, q, s, h must be real numbers (vectors v, p, q; scalars s, h)") from None
-        if not (np.isfinite(v).all() and np.isfinite(p).all() and np.isfinite(q).all()
-                and math.isfinite(s) and math.isfinite(h)):
+            raise ValueError(
+                "v, p, q, s, h must be real numbers (vectors v, p, q; scalars s, h)"
+            ) from None
+        if not (
+            np.isfinite(v).all()
+            and np.isfinite(p).all()
+            and np.isfinite(q).all()
+            and math.isfinite(s)
+            and math.isfinite(h)
+        ):
             raise ValueError("snap_layer parameters must be finite (got NaN or infinity)")
         exact = False
     d = v.shape[0] if v.ndim == 1 else -1
     if v.ndim != 1 or p.shape != (d,) or q.shape != (d,):
-        raise ValueError(f"v, p, q must be vectors of one length d, got shapes {v.shape}, {p.shape}, {q.shape}")
+        raise ValueError(
+            f"v, p, q must be vectors of one length d, got shapes {v.shape}, {p.shape}, {q.shape}"
+        )
     if h <= 0:
         raise ValueError(f"h (the half-width of the slab) must be > 0, got {h}")
     if all(x == 0 for x in v):
@@ -241,7 +266,14 @@ def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[st
 
 
 def snap_temperature_bound(
-    X: Array, A: Array, rho: Scalar, V: Array, v: object, s: float, h: float, tokens: list[int],
+    X: Array,
+    A: Array,
+    rho: Scalar,
+    V: Array,
+    v: object,
+    s: float,
+    h: float,
+    tokens: list[int],
     kind: str = "gap",
 ) -> float:
     r"""Largest :math:`\tau` for which a bound guarantees that every token in ``tokens`` leaves the softmax layer inside the slab.
@@ -324,7 +356,17 @@ def snap_temperature_bound(
     return best
 
 
-def lands_in_slab(X: Array, A: Array, rho: Scalar, V: Array, tau: float, v: object, s: float, h: float, tokens: list[int]) -> bool:
+def lands_in_slab(
+    X: Array,
+    A: Array,
+    rho: Scalar,
+    V: Array,
+    tau: float,
+    v: object,
+    s: float,
+    h: float,
+    tokens: list[int],
+) -> bool:
     r"""Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab :math:`|\langle v, y \rangle - s| \le h`.
 
     Parameters
@@ -346,14 +388,26 @@ def lands_in_slab(X: Array, A: Array, rho: Scalar, V: Array, tau: float, v: obje
         for what :func:`sxor.interp.layers.self_attention` refuses.
     """
     Xf = torch.as_tensor(np.asarray(X, dtype=np.float64))
-    out = self_attention(Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau)
+    out = self_attention(
+        Xf, np.asarray(A, dtype=np.float64), float(rho), np.asarray(V, dtype=np.float64), tau
+    )
     proj = out[tokens] @ torch.as_tensor(np.asarray(v, dtype=np.float64))
     return bool(((proj - float(s)).abs() <= float(h)).all())
 
 
 def largest_snapping_temperature(
-    X: Array, A: Array, rho: Scalar, V: Array, v: object, s: float, h: float, tokens: list[int],
-    tau_min: float = 1e-4, tau_max: float = 1e2, num: int = 121, refine: int = 40,
+    X: Array,
+    A: Array,
+    rho: Scalar,
+    V: Array,
+    v: object,
+    s: float,
+    h: float,
+    tokens: list[int],
+    tau_min: float = 1e-4,
+    tau_max: float = 1e2,
+    num: int = 121,
+    refine: int = 40,
 ) -> float:
     r"""Measured threshold: the largest :math:`\tau` at which the softmax layer still lands ``tokens`` in the slab.
 

@@ -45,9 +45,13 @@ def _positive_int(name: str, value: object) -> int:
     return int(value)
 
 
-def _real(name: str, value: object, *, minimum: float | None = None, positive: bool = False) -> float:
+def _real(
+    name: str, value: object, *, minimum: float | None = None, positive: bool = False
+) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+        raise TypeError(
+            f"{name} must be a real number, got {value!r} of type {type(value).__name__}"
+        )
     x = float(value)
     if not math.isfinite(x):
         raise ValueError(f"{name} must be finite, got {x}")
@@ -80,24 +84,41 @@ def _check_theta(theta: object, X: torch.Tensor) -> None:
     for name in PARAMETER_NAMES:
         p = theta[name]
         if not isinstance(p, torch.Tensor) or not p.is_floating_point():
-            raise TypeError(f"theta[{name!r}] must be a float tensor, got {type(p).__name__}"
-                            + (f" of dtype {p.dtype}" if isinstance(p, torch.Tensor) else ""))
+            raise TypeError(
+                f"theta[{name!r}] must be a float tensor, got {type(p).__name__}"
+                + (f" of dtype {p.dtype}" if isinstance(p, torch.Tensor) else "")
+            )
         if p.dtype != X.dtype:
-            raise TypeError(f"theta[{name!r}] has dtype {p.dtype} but X has {X.dtype}; use one dtype")
+            raise TypeError(
+                f"theta[{name!r}] has dtype {p.dtype} but X has {X.dtype}; use one dtype"
+            )
     w = theta["W"].shape[-1] if theta["W"].ndim == 2 else -1
-    expected = {"q": (d,), "k": (d,), "rho": (), "V": (d, d), "eta": (), "W": (d, w), "U": (w, d), "b": (w,)}
+    expected = {
+        "q": (d,),
+        "k": (d,),
+        "rho": (),
+        "V": (d, d),
+        "eta": (),
+        "W": (d, w),
+        "U": (w, d),
+        "b": (w,),
+    }
     for name, shape in expected.items():
         if tuple(theta[name].shape) != shape:
-            raise ValueError(f"theta[{name!r}] must have shape {shape} for token dimension d = {d} and FF width "
-                             f"w = {w}, got {tuple(theta[name].shape)}")
+            raise ValueError(
+                f"theta[{name!r}] must have shape {shape} for token dimension d = {d} and FF width "
+                f"w = {w}, got {tuple(theta[name].shape)}"
+            )
         if not bool(torch.isfinite(theta[name].detach()).all()):
             raise ValueError(f"theta[{name!r}] contains nan or inf")
 
 
 def _check_X(X: object) -> torch.Tensor:
     if not isinstance(X, torch.Tensor) or not X.is_floating_point():
-        raise TypeError(f"X must be a float tensor [N, n, d], got {type(X).__name__}"
-                        + (f" of dtype {X.dtype}" if isinstance(X, torch.Tensor) else ""))
+        raise TypeError(
+            f"X must be a float tensor [N, n, d], got {type(X).__name__}"
+            + (f" of dtype {X.dtype}" if isinstance(X, torch.Tensor) else "")
+        )
     if X.ndim != 3 or min(X.shape) < 1:
         raise ValueError(f"X must have shape [N, n, d] with N, n, d >= 1, got {tuple(X.shape)}")
     if not bool(torch.isfinite(X).all()):
@@ -137,48 +158,79 @@ def _block(X: torch.Tensor, theta: dict[str, torch.Tensor], tau: float) -> torch
     return theta["eta"] * Z + torch.relu(Z @ theta["U"].T + theta["b"]) @ theta["W"].T
 
 
-def _loss(X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor], tau: float) -> torch.Tensor:
+def _loss(
+    X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor], tau: float
+) -> torch.Tensor:
     return ((_block(X, theta, tau) - Y) ** 2).sum(-1).amax(-1).mean()
 
 
-def loss(X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor], tau: float = 1.0) -> torch.Tensor:
+def loss(
+    X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor], tau: float = 1.0
+) -> torch.Tensor:
     """``J(theta) = mean_j max_i |T_theta(X_j)_i - y_j|^2``, the mean squared Hausdorff distance
     from the output tokens to the singleton targets, for ``X [N, n, d]`` and ``Y [N, 1, d]`` (same
     dtype). Differentiable in ``theta``; arguments as in :func:`block`."""
     X = _check_X(X)
     _check_theta(theta, X)
     tau = _real("tau", tau, positive=True)
-    if not isinstance(Y, torch.Tensor) or Y.dtype != X.dtype or tuple(Y.shape) != (X.shape[0], 1, X.shape[2]):
+    if (
+        not isinstance(Y, torch.Tensor)
+        or Y.dtype != X.dtype
+        or tuple(Y.shape) != (X.shape[0], 1, X.shape[2])
+    ):
         got = f"{tuple(Y.shape)} {Y.dtype}" if isinstance(Y, torch.Tensor) else type(Y).__name__
-        raise ValueError(f"Y must be a {X.dtype} tensor of shape [N, 1, d] = {(X.shape[0], 1, X.shape[2])}, got {got}")
+        raise ValueError(
+            f"Y must be a {X.dtype} tensor of shape [N, 1, d] = {(X.shape[0], 1, X.shape[2])}, got {got}"
+        )
     if not bool(torch.isfinite(Y).all()):
         raise ValueError("Y contains nan or inf")
     return _loss(X, Y, theta, tau)
 
 
-def tikhonov_data(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, seed: int = 0,
-                  dtype: torch.dtype = torch.float64, device: torch.device | str | None = None) -> TikhonovData:
+def tikhonov_data(
+    N: int = 10,
+    n: int = 100,
+    d: int = 16,
+    width: int = 4,
+    *,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> TikhonovData:
     """The authors' dataset: ``X ~ U[0,1]^(N x n x d)``, ``y_j = FF*(SA*(X_j))`` (see module doc).
 
     ``N, n, d, width`` positive ints (a float, even ``6.0``, is refused), ``dtype`` a float dtype."""
-    N, n, d, width = (_positive_int(k, v) for k, v in (("N", N), ("n", n), ("d", d), ("width", width)))
+    N, n, d, width = (
+        _positive_int(k, v) for k, v in (("N", N), ("n", n), ("d", d), ("width", width))
+    )
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     gen = torch.Generator(device=device or "cpu").manual_seed(_seed(seed))
     kw = {"dtype": dtype, "device": device}
     X = torch.rand(N, n, d, generator=gen, **kw)
     theta = {
-        "q": torch.zeros(d, **kw), "k": torch.zeros(d, **kw), "rho": torch.zeros((), **kw),
-        "V": torch.eye(d, **kw), "eta": torch.ones((), **kw),
-        "W": torch.rand(d, width, generator=gen, **kw), "U": torch.rand(width, d, generator=gen, **kw),
+        "q": torch.zeros(d, **kw),
+        "k": torch.zeros(d, **kw),
+        "rho": torch.zeros((), **kw),
+        "V": torch.eye(d, **kw),
+        "eta": torch.ones((), **kw),
+        "W": torch.rand(d, width, generator=gen, **kw),
+        "U": torch.rand(width, d, generator=gen, **kw),
         "b": torch.rand(width, generator=gen, **kw),
     }
     Y = block(X, theta)[:, :1, :]  # every token of T*(X_j) is the same point y_j
     return TikhonovData(X, Y, theta)
 
 
-def init_parameters(d: int, width: int = 4, *, seed: int = 0, scale: float = 1.0, dtype: torch.dtype = torch.float64,
-                    device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+def init_parameters(
+    d: int,
+    width: int = 4,
+    *,
+    seed: int = 0,
+    scale: float = 1.0,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
+) -> dict[str, torch.Tensor]:
     """PyTorch-default initialisation of the authors' ``nn.Linear`` layers: every matrix and bias
     ``U[-s/sqrt(fan_in), s/sqrt(fan_in)]`` with ``s = scale``; ``rho = eta = 0``.
 
@@ -193,15 +245,29 @@ def init_parameters(d: int, width: int = 4, *, seed: int = 0, scale: float = 1.0
     def uniform(shape, fan_in):
         return (2 * torch.rand(*shape, generator=gen, **kw) - 1) * scale / math.sqrt(fan_in)
 
-    theta = {"q": uniform((d,), d), "k": uniform((d,), d), "rho": torch.zeros((), **kw), "V": uniform((d, d), d),
-             "eta": torch.zeros((), **kw), "W": uniform((d, width), width), "U": uniform((width, d), d),
-             "b": uniform((width,), d)}
+    theta = {
+        "q": uniform((d,), d),
+        "k": uniform((d,), d),
+        "rho": torch.zeros((), **kw),
+        "V": uniform((d, d), d),
+        "eta": torch.zeros((), **kw),
+        "W": uniform((d, width), width),
+        "U": uniform((width, d), d),
+        "b": uniform((width,), d),
+    }
     return {name: p.requires_grad_(True) for name, p in theta.items()}
 
 
-def authors_draw(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, seed: int = 0,
-                 dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
-                 ) -> tuple[TikhonovData, dict[str, torch.Tensor]]:
+def authors_draw(
+    N: int = 10,
+    n: int = 100,
+    d: int = 16,
+    width: int = 4,
+    *,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> tuple[TikhonovData, dict[str, torch.Tensor]]:
     """The data **and** the initialisation exactly as the authors' ``tikhonov/`` scripts draw them.
 
     Their scripts seed PyTorch's generator with ``seed`` (0 in both), then call
@@ -247,7 +313,9 @@ def authors_draw(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, seed
         For sizes that are not positive ints, a seed that is not an int, or a dtype that is not a
         floating ``torch.dtype``.
     """
-    N, n, d, width = (_positive_int(k, v) for k, v in (("N", N), ("n", n), ("d", d), ("width", width)))
+    N, n, d, width = (
+        _positive_int(k, v) for k, v in (("N", N), ("n", n), ("d", d), ("width", width))
+    )
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
     gen = torch.Generator().manual_seed(_seed(seed))
@@ -268,38 +336,63 @@ def authors_draw(N: int = 10, n: int = 100, d: int = 16, width: int = 4, *, seed
     to_q, to_k, to_v = linear_weight(1, d), linear_weight(1, d), linear_weight(d, d)
     ff1_w, ff1_b, ff2_w = linear_weight(width, d), linear_bias(width, d), linear_weight(d, width)
     kw = {"dtype": dtype, "device": device}
-    star = {"q": torch.zeros(d, **kw), "k": torch.zeros(d, **kw), "rho": torch.zeros((), **kw),
-            "V": torch.eye(d, **kw), "eta": torch.ones((), **kw), "W": W_a.T.contiguous().to(**kw),
-            "U": U_a.T.contiguous().to(**kw), "b": b.to(**kw)}
+    star = {
+        "q": torch.zeros(d, **kw),
+        "k": torch.zeros(d, **kw),
+        "rho": torch.zeros((), **kw),
+        "V": torch.eye(d, **kw),
+        "eta": torch.ones((), **kw),
+        "W": W_a.T.contiguous().to(**kw),
+        "U": U_a.T.contiguous().to(**kw),
+        "b": b.to(**kw),
+    }
     # their targets, computed as they do (float32, row tokens): the mean-collapsing SA, then the FF;
     # the last token of each sequence (every token is the same point)
     Z = torch.bmm(torch.softmax(torch.zeros(N, n, n, dtype=f32), dim=-1), X)
     Y = (Z + torch.relu(Z @ U_a + b) @ W_a)[:, -1:, :]
     X, Y = X.to(**kw), Y.to(**kw)
-    init = {"q": to_k[0], "k": to_q[0], "rho": torch.zeros(()), "V": to_v, "eta": torch.zeros(()),
-            "W": ff2_w, "U": ff1_w, "b": ff1_b}
+    init = {
+        "q": to_k[0],
+        "k": to_q[0],
+        "rho": torch.zeros(()),
+        "V": to_v,
+        "eta": torch.zeros(()),
+        "W": ff2_w,
+        "U": ff1_w,
+        "b": ff1_b,
+    }
     init = {name: init[name].to(**kw).clone().requires_grad_(True) for name in PARAMETER_NAMES}
     return TikhonovData(X, Y, star), init
 
 
-def perturbed(theta: dict[str, torch.Tensor], sigma: float, *, seed: int = 0) -> dict[str, torch.Tensor]:
+def perturbed(
+    theta: dict[str, torch.Tensor], sigma: float, *, seed: int = 0
+) -> dict[str, torch.Tensor]:
     """``theta + sigma * N(0, 1)`` entrywise (a fresh, trainable copy); ``sigma >= 0`` finite,
     ``theta`` a non-empty dict of finite float tensors, ``seed`` an int."""
     sigma = _real("sigma", sigma, minimum=0.0)
     _check_params(theta)
     first = next(iter(theta.values()))
     gen = torch.Generator(device=first.device).manual_seed(_seed(seed))
-    return {name: (p.detach() + sigma * torch.randn(p.shape, generator=gen, dtype=p.dtype, device=p.device)).requires_grad_(True)
-            for name, p in theta.items()}
+    return {
+        name: (
+            p.detach() + sigma * torch.randn(p.shape, generator=gen, dtype=p.dtype, device=p.device)
+        ).requires_grad_(True)
+        for name, p in theta.items()
+    }
 
 
 def _check_params(theta: object) -> None:
     if not isinstance(theta, dict) or not theta:
-        raise TypeError(f"theta must be a non-empty dict of float tensors, got {type(theta).__name__}")
+        raise TypeError(
+            f"theta must be a non-empty dict of float tensors, got {type(theta).__name__}"
+        )
     for name, p in theta.items():
         if not isinstance(p, torch.Tensor) or not p.is_floating_point():
-            raise TypeError(f"theta[{name!r}] must be a float tensor, got "
-                            + (f"dtype {p.dtype}" if isinstance(p, torch.Tensor) else type(p).__name__))
+            raise TypeError(
+                f"theta[{name!r}] must be a float tensor, got "
+                + (f"dtype {p.dtype}" if isinstance(p, torch.Tensor) else type(p).__name__)
+            )
         if not bool(torch.isfinite(p.detach()).all()):
             raise ValueError(f"theta[{name!r}] contains nan or inf")
 
@@ -319,10 +412,10 @@ def log_spaced_steps(steps: int, per_decade: int = 40) -> list[int]:
     """The steps ``1..steps`` at which a curve is recorded: about ``per_decade`` per decade, evenly
     spaced in ``log(step)``, always including 1 and ``steps`` (sorted, no repeats)."""
     steps, per_decade = _positive_int("steps", steps), _positive_int("per_decade", per_decade)
-    count = int(math.ceil(math.log10(steps) * per_decade)) + 1 if steps > 1 else 1
+    count = math.ceil(math.log10(steps) * per_decade) + 1 if steps > 1 else 1
     out = {1, steps}
     for i in range(count):
-        out.add(int(round(10 ** (i / per_decade))))
+        out.add(round(10 ** (i / per_decade)))
     return sorted(s for s in out if 1 <= s <= steps)
 
 
@@ -336,11 +429,21 @@ def _recorded_steps(record: object, steps: int) -> set[int]:
             return set(log_spaced_steps(steps)) | set(range(every, steps + 1, every))
     elif isinstance(record, numbers.Integral) and not isinstance(record, bool) and record >= 0:
         return set(range(int(record), steps + 1, int(record))) | {1} if record else set()
-    raise ValueError(f"record must be 'log', 'log+K' (K an int >= 1) or an int >= 0, got {record!r}")
+    raise ValueError(
+        f"record must be 'log', 'log+K' (K an int >= 1) or an int >= 0, got {record!r}"
+    )
 
 
-def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, steps: int, *, lr: float = 1e-3,
-          tau: float = 1.0, record: str | int = "log") -> dict:
+def train(
+    data: TikhonovData,
+    theta: dict[str, torch.Tensor],
+    epsilon: float,
+    steps: int,
+    *,
+    lr: float = 1e-3,
+    tau: float = 1.0,
+    record: str | int = "log",
+) -> dict:
     """Adam (``weight_decay = epsilon``, coupled), learning rate cosine-annealed from ``lr`` to 0
     over ``steps``, full batch: the authors' ``train_model`` with ``batch_size = N``.
 
@@ -361,7 +464,9 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
     ``TypeError``/``ValueError`` naming the argument, as does a run whose loss becomes nan or inf
     (it names the step)."""
     if not isinstance(data, TikhonovData):
-        raise TypeError(f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}")
+        raise TypeError(
+            f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}"
+        )
     epsilon = _real("epsilon", epsilon, minimum=0.0)
     steps = _positive_int("steps", steps)
     lr = _real("lr", lr, positive=True)
@@ -370,7 +475,9 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
     wanted = _recorded_steps(record, steps)
     params = [theta[name] for name in PARAMETER_NAMES]
     if not all(p.requires_grad for p in params):
-        raise ValueError("every parameter of theta must require grad (init_parameters and perturbed do this)")
+        raise ValueError(
+            "every parameter of theta must require grad (init_parameters and perturbed do this)"
+        )
     opt = torch.optim.Adam(params, lr=lr, weight_decay=epsilon)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     best, best_obj, curve = math.inf, math.inf, []
@@ -380,7 +487,9 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
         J.backward()
         value = float(J.detach())
         if not math.isfinite(value):
-            raise ValueError(f"training diverged: J = {value} at step {step} (epsilon = {epsilon}, lr = {lr})")
+            raise ValueError(
+                f"training diverged: J = {value} at step {step} (epsilon = {epsilon}, lr = {lr})"
+            )
         norm = _sq_norm(theta) if (step in wanted or epsilon > 0) else 0.0
         objective = value + epsilon / 2 * norm
         best, best_obj = min(best, value), min(best_obj, objective)
@@ -389,18 +498,32 @@ def train(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon: float, st
         opt.step()
         sched.step()
     J = _loss(data.X, data.Y, theta, tau)
-    penalty = epsilon / 2 * sum((p ** 2).sum() for p in params)
+    penalty = epsilon / 2 * sum((p**2).sum() for p in params)
     grads = torch.autograd.grad(J + penalty, params)
     final, norm = float(J.detach()), _sq_norm(theta)
     for p in params:
         p.grad = None
-    return {"loss": final, "min_loss": min(best, final), "objective": final + epsilon / 2 * norm,
-            "min_objective": min(best_obj, final + epsilon / 2 * norm), "sq_norm": norm,
-            "grad_norm": float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads))), "curve": curve}
+    return {
+        "loss": final,
+        "min_loss": min(best, final),
+        "objective": final + epsilon / 2 * norm,
+        "min_objective": min(best_obj, final + epsilon / 2 * norm),
+        "sq_norm": norm,
+        "grad_norm": float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads))),
+        "curve": curve,
+    }
 
 
-def warm_start_sweep(data: TikhonovData, theta: dict[str, torch.Tensor], epsilons: list[float], steps: list[int], *,
-                     lr: float = 1e-3, tau: float = 1.0, record: str | int = "log") -> list[dict]:
+def warm_start_sweep(
+    data: TikhonovData,
+    theta: dict[str, torch.Tensor],
+    epsilons: list[float],
+    steps: list[int],
+    *,
+    lr: float = 1e-3,
+    tau: float = 1.0,
+    record: str | int = "log",
+) -> list[dict]:
     """The authors' sweep (their ``tikhonovEpsilon.py``): one model trained through ``epsilons`` in
     turn, ``steps[i]`` steps at ``epsilons[i]``, each stage a fresh :func:`train` (new Adam state,
     new cosine schedule) started from where the previous stage ended. Returns the list of
@@ -409,7 +532,9 @@ def warm_start_sweep(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon
     if not isinstance(epsilons, (list, tuple)) or not isinstance(steps, (list, tuple)):
         raise TypeError("epsilons and steps must be lists")
     if not epsilons or len(epsilons) != len(steps):
-        raise ValueError(f"epsilons and steps must be non-empty and of equal length, got {len(epsilons)} and {len(steps)}")
+        raise ValueError(
+            f"epsilons and steps must be non-empty and of equal length, got {len(epsilons)} and {len(steps)}"
+        )
     out = []
     for eps, n_steps in zip(epsilons, steps):
         result = train(data, theta, eps, n_steps, lr=lr, tau=tau, record=record)
@@ -417,8 +542,12 @@ def warm_start_sweep(data: TikhonovData, theta: dict[str, torch.Tensor], epsilon
     return out
 
 
-def uniform_attention_interpolant(data: TikhonovData, *, epsilons: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5),
-                                  max_iter: int = 500) -> dict[str, torch.Tensor]:
+def uniform_attention_interpolant(
+    data: TikhonovData,
+    *,
+    epsilons: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5),
+    max_iter: int = 500,
+) -> dict[str, torch.Tensor]:
     """An exact interpolant of ``data`` with **uniform attention** and a small norm (chapter 15).
 
     With ``q = k = 0`` every attention score is 0, softmax weights are ``1/n`` at every temperature,
@@ -444,19 +573,27 @@ def uniform_attention_interpolant(data: TikhonovData, *, epsilons: tuple[float, 
     unit that is inactive at some mean after the correction.
     """
     if not isinstance(data, TikhonovData):
-        raise TypeError(f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}")
+        raise TypeError(
+            f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}"
+        )
     if not isinstance(epsilons, (list, tuple)) or not epsilons:
-        raise ValueError(f"epsilons must be a non-empty list or tuple of reals > 0, got {epsilons!r}")
+        raise ValueError(
+            f"epsilons must be a non-empty list or tuple of reals > 0, got {epsilons!r}"
+        )
     eps_list = [_real("epsilons", e, positive=True) for e in epsilons]
     max_iter = _positive_int("max_iter", max_iter)
     X = _check_X(data.X).detach().double()
     Y = data.Y.detach().double()
     if tuple(Y.shape) != (X.shape[0], 1, X.shape[2]):
-        raise ValueError(f"data.Y must have shape [N, 1, d] = {(X.shape[0], 1, X.shape[2])}, got {tuple(Y.shape)}")
+        raise ValueError(
+            f"data.Y must have shape [N, 1, d] = {(X.shape[0], 1, X.shape[2])}, got {tuple(Y.shape)}"
+        )
     N, d = X.shape[0], X.shape[2]
     M, Yp = X.mean(dim=1), Y[:, 0, :]
-    if N > d or int(torch.linalg.matrix_rank(M)) < N:
-        raise ValueError(f"the {N} sequence means must be linearly independent in R^{d} for the correction")
+    if d < N or int(torch.linalg.matrix_rank(M)) < N:
+        raise ValueError(
+            f"the {N} sequence means must be linearly independent in R^{d} for the correction"
+        )
     th = {k: v.detach().double().clone() for k, v in data.theta_star.items()}
     free = ("V", "eta", "W", "U", "b")
     params = [th[k].requires_grad_(True) for k in free]
@@ -465,12 +602,20 @@ def uniform_attention_interpolant(data: TikhonovData, *, epsilons: tuple[float, 
         return th["eta"] * Z + torch.relu(Z @ th["U"].T + th["b"]) @ th["W"].T
 
     for eps in eps_list:
-        opt = torch.optim.LBFGS(params, max_iter=max_iter, tolerance_grad=1e-13, tolerance_change=1e-16,
-                                history_size=50, line_search_fn="strong_wolfe")
+        opt = torch.optim.LBFGS(
+            params,
+            max_iter=max_iter,
+            tolerance_grad=1e-13,
+            tolerance_change=1e-16,
+            history_size=50,
+            line_search_fn="strong_wolfe",
+        )
 
         def closure():
             opt.zero_grad()
-            objective = ((ff(M @ th["V"].T) - Yp) ** 2).sum(-1).mean() + eps / 2 * sum((p ** 2).sum() for p in params)
+            objective = ((ff(M @ th["V"].T) - Yp) ** 2).sum(-1).mean() + eps / 2 * sum(
+                (p**2).sum() for p in params
+            )
             objective.backward()
             return objective
 
@@ -478,14 +623,22 @@ def uniform_attention_interpolant(data: TikhonovData, *, epsilons: tuple[float, 
     th = {k: v.detach() for k, v in th.items()}
     G = th["eta"] * torch.eye(d, dtype=torch.float64) + th["W"] @ th["U"]
     if int(torch.linalg.matrix_rank(G)) < d:
-        raise ValueError("G = eta I + W U is singular at the search's end point; the correction does not apply")
+        raise ValueError(
+            "G = eta I + W U is singular at the search's end point; the correction does not apply"
+        )
     if not bool((M @ th["V"].T @ th["U"].T + th["b"] > 0).all()):
-        raise ValueError("a hidden unit is inactive at some mean after the search; the correction does not apply")
+        raise ValueError(
+            "a hidden unit is inactive at some mean after the search; the correction does not apply"
+        )
     R = Yp.T - G @ th["V"] @ M.T - (th["W"] @ th["b"])[:, None]  # [d, N]
     th["V"] = th["V"] + torch.linalg.solve(G, R) @ torch.linalg.pinv(M.T)
     if not bool((M @ th["V"].T @ th["U"].T + th["b"] > 0).all()):
         raise ValueError("a hidden unit became inactive at some mean after the correction")
-    th["q"], th["k"], th["rho"] = torch.zeros_like(th["q"]), torch.zeros_like(th["k"]), torch.zeros_like(th["rho"])
+    th["q"], th["k"], th["rho"] = (
+        torch.zeros_like(th["q"]),
+        torch.zeros_like(th["k"]),
+        torch.zeros_like(th["rho"]),
+    )
     return th
 
 
@@ -508,7 +661,9 @@ def _solve_exact(A: list[list[Fraction]], B: list[list[Fraction]]) -> list[list[
     return [row[n:] for row in rows]
 
 
-def exact_uniform_interpolant(data: TikhonovData, theta: dict[str, torch.Tensor]) -> tuple[dict, Fraction]:
+def exact_uniform_interpolant(
+    data: TikhonovData, theta: dict[str, torch.Tensor]
+) -> tuple[dict, Fraction]:
     r"""An **exact** rational interpolant of ``data`` next to the float one of
     :func:`uniform_attention_interpolant`, and its squared norm, exactly.
 
@@ -532,12 +687,16 @@ def exact_uniform_interpolant(data: TikhonovData, theta: dict[str, torch.Tensor]
     import numpy as np
 
     if not isinstance(data, TikhonovData):
-        raise TypeError(f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}")
+        raise TypeError(
+            f"data must be a TikhonovData (from tikhonov_data), got {type(data).__name__}"
+        )
     X = _check_X(data.X).detach().double()
     th = {k: v.detach().double() for k, v in theta.items()} if isinstance(theta, dict) else theta
     _check_theta(th, X)
     if any(float(th[name].abs().max()) != 0 for name in ("q", "k", "rho")):
-        raise ValueError("theta must have q = k = rho = 0 (uniform attention, as uniform_attention_interpolant returns)")
+        raise ValueError(
+            "theta must have q = k = rho = 0 (uniform attention, as uniform_attention_interpolant returns)"
+        )
     N, n, d = X.shape
     w = th["W"].shape[1]
     fr = Fraction
@@ -548,7 +707,10 @@ def exact_uniform_interpolant(data: TikhonovData, theta: dict[str, torch.Tensor]
     U = [[fr(v) for v in row] for row in th["U"].tolist()]
     b = [fr(v) for v in th["b"].tolist()]
     eta = fr(float(th["eta"]))
-    G = [[(eta if r == c else 0) + sum(W[r][k] * U[k][c] for k in range(w)) for c in range(d)] for r in range(d)]
+    G = [
+        [(eta if r == c else 0) + sum(W[r][k] * U[k][c] for k in range(w)) for c in range(d)]
+        for r in range(d)
+    ]
     Wb = [sum(W[r][k] * b[k] for k in range(w)) for r in range(d)]
     R = [[Y[j][r] - Wb[r] for j in range(N)] for r in range(d)]  # [d, N]
     MMt = [[sum(M[a][c] * M[e][c] for c in range(d)) for e in range(N)] for a in range(N)]
@@ -556,20 +718,36 @@ def exact_uniform_interpolant(data: TikhonovData, theta: dict[str, torch.Tensor]
         S = _solve_exact(G, R)  # G^{-1} R, [d, N]
         Z = _solve_exact(MMt, M)  # (M M^T)^{-1} M, [N, d]
     except ValueError:
-        raise ValueError("G is singular or the sequence means are linearly dependent: no exact solve") from None
+        raise ValueError(
+            "G is singular or the sequence means are linearly dependent: no exact solve"
+        ) from None
     V = [[sum(S[r][j] * Z[j][c] for j in range(N)) for c in range(d)] for r in range(d)]
     for j in range(N):
         z = [sum(V[r][c] * M[j][c] for c in range(d)) for r in range(d)]
         pre = [sum(U[k][c] * z[c] for c in range(d)) + b[k] for k in range(w)]
         if min(pre) <= 0:
-            raise ValueError(f"a hidden unit is inactive at the mean of sequence {j}: the exact system does not apply")
+            raise ValueError(
+                f"a hidden unit is inactive at the mean of sequence {j}: the exact system does not apply"
+            )
         out = [eta * z[r] + sum(W[r][k] * pre[k] for k in range(w)) for r in range(d)]
         if out != Y[j]:  # pragma: no cover - guaranteed by the solve
             raise AssertionError(f"exact solve failed for sequence {j}")
     zero = [fr(0)] * d
-    params = {"q": np.array(zero, dtype=object), "k": np.array(zero, dtype=object), "rho": fr(0),
-              "V": np.array(V, dtype=object), "eta": eta, "W": np.array(W, dtype=object),
-              "U": np.array(U, dtype=object), "b": np.array(b, dtype=object)}
-    sq = eta ** 2 + sum(x * x for row in V for x in row) + sum(x * x for row in W for x in row) \
-        + sum(x * x for row in U for x in row) + sum(x * x for x in b)
+    params = {
+        "q": np.array(zero, dtype=object),
+        "k": np.array(zero, dtype=object),
+        "rho": fr(0),
+        "V": np.array(V, dtype=object),
+        "eta": eta,
+        "W": np.array(W, dtype=object),
+        "U": np.array(U, dtype=object),
+        "b": np.array(b, dtype=object),
+    }
+    sq = (
+        eta**2
+        + sum(x * x for row in V for x in row)
+        + sum(x * x for row in W for x in row)
+        + sum(x * x for row in U for x in row)
+        + sum(x * x for x in b)
+    )
     return params, sq

@@ -40,7 +40,9 @@ from .sphere import inner_product_tail
 SYMMETRIC_INFIMUM = 0.25
 
 
-def sphere_mgf(t: torch.Tensor | float, m: int, *, derivative: int = 0, terms: int = 80) -> torch.Tensor:
+def sphere_mgf(
+    t: torch.Tensor | float, m: int, *, derivative: int = 0, terms: int = 80
+) -> torch.Tensor:
     """``M(t) = E exp(t s)`` for ``s = <v, u>``, ``v`` uniform on ``S^(m-1)``, or its first derivative.
 
     ``M(t) = 0F1(; m/2; t^2/4) = sum_k (t^2/4)^k / (k! (m/2)_k)``, from the even moments
@@ -77,11 +79,15 @@ class PredictedGradient(NamedTuple):
 
     grad: torch.Tensor  #: prediction for ``dL/dtheta``
     grad_tilde: torch.Tensor  #: prediction for ``dL/dtheta~``
-    signal: torch.Tensor  #: ``d^2 M^2 x`` coefficients of ``(v_a, v_b)`` in ``-grad``: ``(e^D, e^-D)``, ``[..., 2]``
+    signal: (
+        torch.Tensor
+    )  #: ``d^2 M^2 x`` coefficients of ``(v_a, v_b)`` in ``-grad``: ``(e^D, e^-D)``, ``[..., 2]``
     beta: torch.Tensor  #: bulk coefficient, ``[...]``
 
 
-def predicted_gradient(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor) -> PredictedGradient:
+def predicted_gradient(
+    V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor
+) -> PredictedGradient:
     """Evaluate the leading-order gradient of the module docstring for embeddings ``V [..., d, m]``,
     initial query ``theta0 [..., m]`` and support ``[..., 2]``."""
     d, m = check_embeddings(V)
@@ -159,7 +165,9 @@ class ArgmaxLimit(NamedTuple):
 
     head: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta>``, ``[...]``
     head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
-    success: torch.Tensor  #: the heads sit on ``i*`` and ``j*`` in some order (loss -> 0), ``[...]``
+    success: (
+        torch.Tensor
+    )  #: the heads sit on ``i*`` and ``j*`` in some order (loss -> 0), ``[...]``
 
 
 def argmax_limit(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor) -> ArgmaxLimit:
@@ -173,7 +181,9 @@ def argmax_limit(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor) -
     return ArgmaxLimit(head, head_tilde, ok)
 
 
-def sup_error_bound(attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+def sup_error_bound(
+    attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor
+) -> torch.Tensor:
     """Bound on ``max_x |f(x) - y(x)|`` over all ``2^d`` inputs from the weights on the targets:
     ``2 (1 - mu)`` with ``mu = max(g_a h_b, g_b h_a)``, shape ``[...]``.
 
@@ -205,7 +215,7 @@ def sphere_upper_tail(tau: torch.Tensor, m: int) -> torch.Tensor:
     return torch.where(tau >= 0, upper, 1 - upper).to(tau.device)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _log_tail_table(m: int, grid: int = 401) -> tuple[np.ndarray, np.ndarray]:
     knots = np.linspace(0.0, 1.0, grid)
     values = np.array([0.5 * inner_product_tail(float(k), m) for k in knots[:-1]] + [0.0])
@@ -219,7 +229,9 @@ class OffTargetPrediction(NamedTuple):
     upper: torch.Tensor  #: bound from their sum (union bound per competitor)
 
 
-def predicted_off_target(d: int, m: int, *, samples: int = 20000, seed: int = 0) -> OffTargetPrediction:
+def predicted_off_target(
+    d: int, m: int, *, samples: int = 20000, seed: int = 0
+) -> OffTargetPrediction:
     """Failure probability of the argmax limit predicted from the leading-order gradient.
 
     Head 1 attends ``argmax_i <v_i, w>`` with ``w = e^D v_a + e^-D v_b - M^2 beta theta0``; its
@@ -272,7 +284,9 @@ def predicted_under_stepped(
     return (gap.abs() < math.log((1 - eps) / eps)).double().mean()
 
 
-def median_separating_step(m: int, *, loss_threshold: float = 0.01, samples: int = 20000, seed: int = 0) -> float:
+def median_separating_step(
+    m: int, *, loss_threshold: float = 0.01, samples: int = 20000, seed: int = 0
+) -> float:
     """The natural step ``lam`` at which the *median* instance just separates the two targets:
     ``|Delta| = ln((1 - eps*)/eps*)`` with ``Delta = lam (2 sinh(D)(1 - rho) - D M^2 beta) + D``
     (:func:`predicted_under_stepped`), i.e. ``lam = ln((1-eps*)/eps*) / median|2 sinh(D)(1-rho) - D M^2 beta|``
@@ -282,7 +296,9 @@ def median_separating_step(m: int, *, loss_threshold: float = 0.01, samples: int
     z = torch.randn(samples, 3, m, generator=gen, dtype=torch.float64)
     v_a, v_b, theta0 = (z / z.norm(dim=-1, keepdim=True)).unbind(-2)
     D, rho = ((v_a - v_b) * theta0).sum(-1), (v_a * v_b).sum(-1)
-    per_lambda = (2 * torch.sinh(D) * (1 - rho) - D * sphere_mgf(1.0, m) ** 2 * bulk_coefficient(D, m)).abs()
+    per_lambda = (
+        2 * torch.sinh(D) * (1 - rho) - D * sphere_mgf(1.0, m) ** 2 * bulk_coefficient(D, m)
+    ).abs()
     eps = critical_split(loss_threshold)
     return math.log((1 - eps) / eps) / float(per_lambda.median())
 
@@ -292,7 +308,9 @@ def smallest_m(ms: torch.Tensor | list, rates: torch.Tensor | list, target: floa
     the crossing after the last grid point below ``target``; ``nan`` if the last rate is below it."""
     ms, rates = np.asarray(ms, dtype=float), np.asarray(rates, dtype=float)
     if ms.ndim != 1 or ms.shape != rates.shape or len(ms) < 1:
-        raise ValueError(f"ms and rates must be 1-d of equal length, got {ms.shape} and {rates.shape}")
+        raise ValueError(
+            f"ms and rates must be 1-d of equal length, got {ms.shape} and {rates.shape}"
+        )
     if np.any(np.diff(ms) <= 0):
         raise ValueError("ms must be strictly increasing")
     below = np.nonzero(rates < target)[0]
@@ -404,8 +422,17 @@ def bootstrap_smallest_m(
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
     m_low, m_high = np.percentile(samples, q, axis=0)
     slope_low, slope_high = np.percentile(slopes, q)
-    return SlopeBootstrap(np.array(ds), np.array(points), m_low, m_high, fit.slope, fit.intercept,
-                          float(slope_low), float(slope_high), censored / (resamples * len(ds)))
+    return SlopeBootstrap(
+        np.array(ds),
+        np.array(points),
+        m_low,
+        m_high,
+        fit.slope,
+        fit.intercept,
+        float(slope_low),
+        float(slope_high),
+        censored / (resamples * len(ds)),
+    )
 
 
 def wilson_interval(

@@ -27,7 +27,8 @@ import numbers
 import numpy as np
 import torch
 
-from ..results import available_devices, check_device as _check_device  # noqa: F401 (re-exported)
+from ..results import available_devices  # noqa: F401 (re-exported)
+from ..results import check_device as _check_device
 
 
 class ArgumentTypeError(TypeError, ValueError):
@@ -40,13 +41,22 @@ class ArgumentTypeError(TypeError, ValueError):
 def check_int(name: str, value: object, minimum: int | None = 1, maximum: int | None = None) -> int:
     """Require an integer (``int``, NumPy or 0-d PyTorch integer; not bool, not float) in
     ``[minimum, maximum]`` and return it as an ``int``."""
-    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point() \
-            and not value.is_complex() and value.dtype != torch.bool:
+    if (
+        isinstance(value, torch.Tensor)
+        and value.dim() == 0
+        and not value.is_floating_point()
+        and not value.is_complex()
+        and value.dtype != torch.bool
+    ):
         value = int(value)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
         raise ArgumentTypeError(
             f"{name} must be an integer, got {type(value).__name__} {value!r}"
-            + (" (pass int(...) on purpose: sizes are never floats)" if isinstance(value, float) else "")
+            + (
+                " (pass int(...) on purpose: sizes are never floats)"
+                if isinstance(value, float)
+                else ""
+            )
         )
     value = int(value)
     if minimum is not None and value < minimum:
@@ -56,7 +66,9 @@ def check_int(name: str, value: object, minimum: int | None = 1, maximum: int | 
     return value
 
 
-def check_real(name: str, value: object, *, minimum: float | None = None, strict: bool = False) -> float:
+def check_real(
+    name: str, value: object, *, minimum: float | None = None, strict: bool = False
+) -> float:
     """Require a finite real scalar (not bool, complex or str), ``>= minimum`` (``> minimum`` when
     ``strict``), and return it as a ``float``."""
     if isinstance(value, (torch.Tensor, np.ndarray)):
@@ -65,8 +77,12 @@ def check_real(name: str, value: object, *, minimum: float | None = None, strict
         if isinstance(value, torch.Tensor) and (value.is_complex() or value.dtype == torch.bool):
             raise ArgumentTypeError(f"{name} must be a real number, got a {value.dtype} tensor")
         value = value.item()
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
-        raise ArgumentTypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (numbers.Real, np.floating, np.integer)
+    ):
+        raise ArgumentTypeError(
+            f"{name} must be a real number, got {type(value).__name__} {value!r}"
+        )
     x = float(value)
     if not math.isfinite(x):
         raise ValueError(f"{name} must be finite, got {name}={x}")
@@ -87,7 +103,9 @@ def check_dims(d: object, m: object | None = None) -> None:
 def check_batch(batch: object) -> tuple[int, ...]:
     """Require a batch shape: a tuple (or list, or ``torch.Size``) of integers ``>= 0``."""
     if not isinstance(batch, (tuple, list, torch.Size)):
-        raise ArgumentTypeError(f"batch must be a tuple of non-negative integers, got {type(batch).__name__} {batch!r}")
+        raise ArgumentTypeError(
+            f"batch must be a tuple of non-negative integers, got {type(batch).__name__} {batch!r}"
+        )
     return tuple(check_int(f"batch[{i}]", b, 0) for i, b in enumerate(batch))
 
 
@@ -95,7 +113,9 @@ def check_dtype(name: str, dtype: object, *, integer: bool = False) -> torch.dty
     """Require a real floating ``torch.dtype`` (or, with ``integer``, a signed integer one too:
     ``1 - 2 * bit`` must be able to hold ``-1``). Complex, bool and unsigned dtypes are refused."""
     if not isinstance(dtype, torch.dtype):
-        raise ArgumentTypeError(f"{name} must be a torch.dtype, got {type(dtype).__name__} {dtype!r}")
+        raise ArgumentTypeError(
+            f"{name} must be a torch.dtype, got {type(dtype).__name__} {dtype!r}"
+        )
     ok = dtype.is_floating_point or (
         integer and not dtype.is_complex and dtype != torch.bool and torch.iinfo(dtype).min < 0
     )
@@ -108,14 +128,18 @@ def check_dtype(name: str, dtype: object, *, integer: bool = False) -> torch.dty
 def check_kind(kind: object) -> str:
     """Require the name of an attention kind (a string; the registry checks the name itself)."""
     if not isinstance(kind, str):
-        raise ArgumentTypeError(f"kind must be a string naming an attention map, got {type(kind).__name__} {kind!r}")
+        raise ArgumentTypeError(
+            f"kind must be a string naming an attention map, got {type(kind).__name__} {kind!r}"
+        )
     return kind
 
 
 def check_generator(generator: object) -> None:
     """Require ``None`` or a ``torch.Generator``."""
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise ArgumentTypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+        raise ArgumentTypeError(
+            f"generator must be a torch.Generator or None, got {type(generator).__name__}"
+        )
 
 
 # --- tensors ---------------------------------------------------------------------------------
@@ -127,13 +151,17 @@ def check_finite(name: str, t: torch.Tensor) -> None:
         raise ValueError(f"{name} contains non-finite values (nan or inf)")
 
 
-def check_tensor(name: str, t: object, min_dim: int, *, real: bool = False, finite: bool = False) -> torch.Tensor:
+def check_tensor(
+    name: str, t: object, min_dim: int, *, real: bool = False, finite: bool = False
+) -> torch.Tensor:
     """Require a tensor with at least ``min_dim`` dimensions; with ``real``, a real floating dtype;
     with ``finite``, no nan or inf."""
     if not isinstance(t, torch.Tensor):
         raise ArgumentTypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() < min_dim:
-        raise ValueError(f"{name} must have at least {min_dim} dimension(s), got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name} must have at least {min_dim} dimension(s), got shape {tuple(t.shape)}"
+        )
     if real and not t.is_floating_point():
         raise ArgumentTypeError(f"{name} must be a real floating-point tensor, got dtype {t.dtype}")
     if finite:
@@ -148,7 +176,9 @@ def check_like(name: str, t: torch.Tensor, like_name: str, like: torch.Tensor) -
             f"{name} has dtype {t.dtype} but {like_name} has dtype {like.dtype}: pass both in one dtype"
         )
     if t.device != like.device:
-        raise ValueError(f"{name} is on {t.device} but {like_name} is on {like.device}: move both to one device")
+        raise ValueError(
+            f"{name} is on {t.device} but {like_name} is on {like.device}: move both to one device"
+        )
 
 
 def check_embeddings(V: object) -> tuple[int, int]:
@@ -167,7 +197,9 @@ def check_query(name: str, theta: object, m: int, like: torch.Tensor | None = No
     dimension ``m``, and against the dtype and device of ``like`` (the embeddings) when given."""
     check_tensor(name, theta, 1)
     if not theta.is_floating_point():
-        raise ArgumentTypeError(f"{name} must be a real floating-point tensor, got dtype {theta.dtype}")
+        raise ArgumentTypeError(
+            f"{name} must be a real floating-point tensor, got dtype {theta.dtype}"
+        )
     if theta.shape[-1] != m:
         raise ValueError(
             f"{name} has last dimension {theta.shape[-1]} but the embeddings have m={m} "
@@ -184,7 +216,9 @@ def check_weights(g: object, h: object, names: tuple[str, str] = ("g", "h")) -> 
     check_tensor(names[0], g, 1, real=True)
     check_tensor(names[1], h, 1, real=True)
     if g.shape[-1] != h.shape[-1]:
-        raise ValueError(f"{names[0]} and {names[1]} must have one length d, got {g.shape[-1]} and {h.shape[-1]}")
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have one length d, got {g.shape[-1]} and {h.shape[-1]}"
+        )
     check_like(names[1], h, names[0], g)
     return g.shape[-1]
 
@@ -194,12 +228,18 @@ def check_support(support: object, d: int, k: int | None = 2) -> None:
     (``k = 2``: ``i* != j*``; ``k = None``: any length ``k >= 1``, the ``k``-sparse parity)."""
     check_tensor("support", support, 1)
     if support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
-        raise ArgumentTypeError(f"support must be an integer (long) tensor, got dtype {support.dtype}")
+        raise ArgumentTypeError(
+            f"support must be an integer (long) tensor, got dtype {support.dtype}"
+        )
     if k is not None and support.shape[-1] != k:
         what = "(i*, j*)" if k == 2 else f"(k = {k} positions)"
-        raise ValueError(f"support must have last dimension {k} {what}, got shape {tuple(support.shape)}")
+        raise ValueError(
+            f"support must have last dimension {k} {what}, got shape {tuple(support.shape)}"
+        )
     if support.shape[-1] < 1:
-        raise ValueError(f"support must hold at least one position, got shape {tuple(support.shape)}")
+        raise ValueError(
+            f"support must hold at least one position, got shape {tuple(support.shape)}"
+        )
     if bool(((support < 0) | (support >= d)).any()):
         raise ValueError(f"support out of range: every index must lie in [0, d) = [0, {d})")
     positions = support.shape[-1]
@@ -207,7 +247,9 @@ def check_support(support: object, d: int, k: int | None = 2) -> None:
         for b in range(a + 1, positions):
             if bool((support[..., a] == support[..., b]).any()):
                 if positions == 2:
-                    raise ValueError("support must have i* != j*: sparse XOR multiplies two distinct bits")
+                    raise ValueError(
+                        "support must have i* != j*: sparse XOR multiplies two distinct bits"
+                    )
                 raise ValueError("support positions must be pairwise distinct")
 
 
@@ -221,10 +263,14 @@ def as_support(support: object, device: torch.device | str | None = None) -> tor
             return torch.as_tensor(np.asarray(support), device=device)
         except (TypeError, ValueError, RuntimeError):
             pass
-    raise ArgumentTypeError(f"support must be an integer tensor or a pair of ints, got {type(support).__name__} {support!r}")
+    raise ArgumentTypeError(
+        f"support must be an integer tensor or a pair of ints, got {type(support).__name__} {support!r}"
+    )
 
 
-def check_eta(eta: object, like: torch.Tensor, batch: torch.Size | tuple[int, ...] | None = None) -> torch.Tensor:
+def check_eta(
+    eta: object, like: torch.Tensor, batch: torch.Size | tuple[int, ...] | None = None
+) -> torch.Tensor:
     """Validate a step size: a real number or a real tensor, finite and ``>= 0``, broadcasting
     against ``batch`` (the batch shape of the instances) when given. Returned as a tensor in the
     dtype and on the device of ``like``."""
@@ -234,8 +280,12 @@ def check_eta(eta: object, like: torch.Tensor, batch: torch.Size | tuple[int, ..
     elif isinstance(eta, np.ndarray):
         if eta.dtype.kind not in "fiu":
             raise ArgumentTypeError(f"eta must be real, got a numpy array of dtype {eta.dtype}")
-    elif isinstance(eta, (bool, np.bool_)) or not isinstance(eta, (numbers.Real, np.floating, np.integer)):
-        raise ArgumentTypeError(f"eta must be a real number or tensor, got {type(eta).__name__} {eta!r}")
+    elif isinstance(eta, (bool, np.bool_)) or not isinstance(
+        eta, (numbers.Real, np.floating, np.integer)
+    ):
+        raise ArgumentTypeError(
+            f"eta must be a real number or tensor, got {type(eta).__name__} {eta!r}"
+        )
     eta = torch.as_tensor(eta, dtype=like.dtype, device=like.device)
     check_finite("eta", eta)
     if bool((eta < 0).any()):
@@ -281,17 +331,26 @@ def check_memory(what: str, shape: tuple[int, ...], dtype: torch.dtype) -> None:
     """Refuse, before allocating, a tensor of ``shape`` and ``dtype`` above :data:`MAX_BYTES`;
     the message names ``what`` (the arguments that set the size) and the estimate."""
     numel = math.prod(int(s) for s in shape)
-    size = numel * (torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits) // 8 \
-        if dtype != torch.bool else numel
+    size = (
+        numel
+        * (torch.finfo(dtype).bits if dtype.is_floating_point else torch.iinfo(dtype).bits)
+        // 8
+        if dtype != torch.bool
+        else numel
+    )
     if size > MAX_BYTES:
-        raise ValueError(f"{what} would allocate a tensor of shape {tuple(shape)} ({size / 2**30:.3g} GiB), "
-                         f"above the limit sxor.xor.checks.MAX_BYTES = {MAX_BYTES / 2**30:.3g} GiB: "
-                         "choose smaller sizes (or raise the limit on purpose)")
+        raise ValueError(
+            f"{what} would allocate a tensor of shape {tuple(shape)} ({size / 2**30:.3g} GiB), "
+            f"above the limit sxor.xor.checks.MAX_BYTES = {MAX_BYTES / 2**30:.3g} GiB: "
+            "choose smaller sizes (or raise the limit on purpose)"
+        )
 
 
 def check_signs(name: str, x: torch.Tensor) -> None:
     """Require every entry of ``x`` to be exactly ``+1`` or ``-1`` (one pass: ``x * x == 1``
     fails for 0, 0.5, NaN and infinities alike)."""
     if x.numel() and not bool((x * x == 1).all()):
-        raise ValueError(f"{name} must have entries +1 or -1 only (inputs of the hypercube); "
-                         "got other values (0, fractions, NaN or infinities)")
+        raise ValueError(
+            f"{name} must have entries +1 or -1 only (inputs of the hypercube); "
+            "got other values (0, fractions, NaN or infinities)"
+        )

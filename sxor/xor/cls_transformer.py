@@ -31,7 +31,15 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from .checks import ArgumentTypeError, check_embeddings, check_int, check_like, check_query, check_support, check_tensor
+from .checks import (
+    ArgumentTypeError,
+    check_embeddings,
+    check_int,
+    check_like,
+    check_query,
+    check_support,
+    check_tensor,
+)
 from .data import all_inputs, sparse_xor_labels
 
 #: Read-out mixing ``W_O = [[1, 1], [1, -1]]`` of the two head outputs, ``u = W_O o``.
@@ -69,7 +77,9 @@ def token_embeddings(x: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     d, m = check_embeddings(V)
     check_tensor("x", x, 2)
     if x.is_complex() or x.dtype == torch.bool:
-        raise ArgumentTypeError(f"x must be a real tensor with entries in {{+1, -1}}, got dtype {x.dtype}")
+        raise ArgumentTypeError(
+            f"x must be a real tensor with entries in {{+1, -1}}, got dtype {x.dtype}"
+        )
     if x.shape[-1] != d:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the embeddings have d={d}")
     if not bool(((x == 1) | (x == -1)).all()):
@@ -134,15 +144,22 @@ def cls_weights(theta: torch.Tensor, theta_tilde: torch.Tensor) -> CLSWeights:
     try:
         torch.broadcast_shapes(theta.shape, theta_tilde.shape)
     except RuntimeError:
-        raise ValueError(f"theta and theta_tilde batch shapes do not broadcast: {tuple(theta.shape)}, "
-                         f"{tuple(theta_tilde.shape)}") from None
+        raise ValueError(
+            f"theta and theta_tilde batch shapes do not broadcast: {tuple(theta.shape)}, "
+            f"{tuple(theta_tilde.shape)}"
+        ) from None
     queries = torch.stack(torch.broadcast_tensors(theta, theta_tilde), dim=-2)  # [..., 2, m]
     D = m + 3
     e_cls = torch.zeros(D, dtype=theta.dtype, device=theta.device)
     e_cls[-1] = 1.0
     W_Q = queries.unsqueeze(-1) * e_cls  # theta_h e_CLS^T
-    W_K = torch.cat([torch.eye(m, dtype=theta.dtype, device=theta.device),
-                     torch.zeros(m, 3, dtype=theta.dtype, device=theta.device)], dim=-1)
+    W_K = torch.cat(
+        [
+            torch.eye(m, dtype=theta.dtype, device=theta.device),
+            torch.zeros(m, 3, dtype=theta.dtype, device=theta.device),
+        ],
+        dim=-1,
+    )
     W_V = torch.zeros(1, D, dtype=theta.dtype, device=theta.device)
     W_V[0, m], W_V[0, m + 1] = 1.0, -1.0
     heads = queries.shape[:-1]
@@ -188,20 +205,28 @@ def head_outputs(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch
     Z = token_embeddings(x, V).unsqueeze(-3)  # [..., n, 1, d + 1, D], the 1 broadcasts over heads
     d = Z.shape[-2] - 1
     if weights.W_Q.shape[-1] != Z.shape[-1]:
-        raise ValueError(f"weights have token dimension {weights.W_Q.shape[-1]} but the tokens have {Z.shape[-1]}")
+        raise ValueError(
+            f"weights have token dimension {weights.W_Q.shape[-1]} but the tokens have {Z.shape[-1]}"
+        )
     W_Q, W_K, W_V = (w.unsqueeze(-4) for w in weights)  # add the sample axis n
     Q, K, U = Z @ W_Q.transpose(-1, -2), Z @ W_K.transpose(-1, -2), Z @ W_V.transpose(-1, -2)
-    out = F.scaled_dot_product_attention(Q, K, U, attn_mask=attention_mask(d, device=Z.device), scale=1.0)
+    out = F.scaled_dot_product_attention(
+        Q, K, U, attn_mask=attention_mask(d, device=Z.device), scale=1.0
+    )
     return out[..., 0, 0]  # CLS row, value dimension 1: [..., n, 2]
 
 
 def _check_cls_weights(weights: object) -> None:
     if not isinstance(weights, CLSWeights):
-        raise ArgumentTypeError(f"weights must be CLSWeights (from cls_weights), got {type(weights).__name__}")
+        raise ArgumentTypeError(
+            f"weights must be CLSWeights (from cls_weights), got {type(weights).__name__}"
+        )
     for name, w in zip(CLSWeights._fields, weights):
         check_tensor(f"weights.{name}", w, 3, real=True, finite=True)
         if w.shape[-3] != 2:
-            raise ValueError(f"weights.{name} must have a head axis of size 2, got shape {tuple(w.shape)}")
+            raise ValueError(
+                f"weights.{name} must have a head axis of size 2, got shape {tuple(w.shape)}"
+            )
 
 
 def readout(o: torch.Tensor) -> torch.Tensor:
@@ -221,10 +246,12 @@ def readout(o: torch.Tensor) -> torch.Tensor:
     """
     check_tensor("o", o, 1, real=True, finite=True)
     if o.shape[-1] != 2:
-        raise ValueError(f"o must have last dimension 2 (one output per head), got shape {tuple(o.shape)}")
+        raise ValueError(
+            f"o must have last dimension 2 (one output per head), got shape {tuple(o.shape)}"
+        )
     mix = torch.tensor(READOUT_MIX, dtype=o.dtype, device=o.device)
     out = torch.tensor(READOUT_OUT, dtype=o.dtype, device=o.device)
-    return ((o @ mix.T) ** 2 @ out)
+    return (o @ mix.T) ** 2 @ out
 
 
 def cls_forward(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.Tensor:
@@ -247,7 +274,9 @@ def cls_forward(x: torch.Tensor, V: torch.Tensor, weights: CLSWeights) -> torch.
     return readout(head_outputs(x, V, weights))
 
 
-def cls_enumerated_loss(V: torch.Tensor, weights: CLSWeights, support: torch.Tensor) -> torch.Tensor:
+def cls_enumerated_loss(
+    V: torch.Tensor, weights: CLSWeights, support: torch.Tensor
+) -> torch.Tensor:
     r"""Population loss :math:`\frac{1}{2} E[(f(x) - y)^2]` of the transformer by summing over all :math:`2^d` inputs.
 
     Parameters

@@ -163,7 +163,9 @@ def sample_sparse_xor(
     support = as_support(support, device)
     check_support(support, d)
     if support.shape != (2,):
-        raise ValueError(f"sample_sparse_xor takes one support of shape (2,), got {tuple(support.shape)}")
+        raise ValueError(
+            f"sample_sparse_xor takes one support of shape (2,), got {tuple(support.shape)}"
+        )
     bits = torch.randint(0, 2, (n, d), generator=generator, device=device)
     x = (1 - 2 * bits).to(dtype)
     return x, sparse_xor_labels(x, support)

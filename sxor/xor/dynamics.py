@@ -29,7 +29,12 @@ from .data import sparse_xor_labels
 from .metrics import success, target_masses
 from .model import attention_kind
 from .model import scores_unchecked as scores
-from .population import OneStepResult, check_model_inputs, loss_from_weights, population_grad_unchecked
+from .population import (
+    OneStepResult,
+    check_model_inputs,
+    loss_from_weights,
+    population_grad_unchecked,
+)
 
 
 class Trajectory(NamedTuple):
@@ -37,7 +42,9 @@ class Trajectory(NamedTuple):
 
     loss: torch.Tensor  #: population loss, ``[T + 1, ...]``
     masses: torch.Tensor  #: ``M[t, ..., head, target]`` as in :func:`sxor.xor.metrics.target_masses`, ``[T + 1, ..., 2, 2]``
-    success: torch.Tensor  #: the success criterion of :mod:`sxor.xor.metrics` at each step, ``[T + 1, ...]``
+    success: (
+        torch.Tensor
+    )  #: the success criterion of :mod:`sxor.xor.metrics` at each step, ``[T + 1, ...]``
     theta: torch.Tensor  #: final query of the first head, ``[..., m]``
     theta_tilde: torch.Tensor  #: final query of the second head, ``[..., m]``
 
@@ -83,7 +90,9 @@ def population_descent(
     """
     check_int("steps", steps, 1)
     check_model_inputs(V, theta0, theta_tilde0, support)
-    eta = check_eta(eta, theta0, torch.broadcast_shapes(V.shape[:-2], theta0.shape[:-1], support.shape[:-1])).unsqueeze(-1)
+    eta = check_eta(
+        eta, theta0, torch.broadcast_shapes(V.shape[:-2], theta0.shape[:-1], support.shape[:-1])
+    ).unsqueeze(-1)
     phi = attention_kind(kind)
     theta, theta_tilde = theta0, theta_tilde0
     losses, masses, wins = [], [], []
@@ -97,7 +106,9 @@ def population_descent(
             # A diverging run (too large eta) turns non-finite and stays so; it is recorded, not raised.
             grad, grad_tilde = population_grad_unchecked(V, theta, theta_tilde, support, kind)
             theta, theta_tilde = theta - eta * grad, theta_tilde - eta * grad_tilde
-    return Trajectory(torch.stack(losses), torch.stack(masses), torch.stack(wins), theta, theta_tilde)
+    return Trajectory(
+        torch.stack(losses), torch.stack(masses), torch.stack(wins), theta, theta_tilde
+    )
 
 
 def first_success(success_per_step: torch.Tensor) -> torch.Tensor:
@@ -115,9 +126,13 @@ def first_success(success_per_step: torch.Tensor) -> torch.Tensor:
     """
     check_tensor("success_per_step", success_per_step, 1)
     if success_per_step.dtype != torch.bool:
-        raise ArgumentTypeError(f"success_per_step must be a bool tensor, got dtype {success_per_step.dtype}")
+        raise ArgumentTypeError(
+            f"success_per_step must be a bool tensor, got dtype {success_per_step.dtype}"
+        )
     T = success_per_step.shape[0]
-    steps = torch.arange(T, device=success_per_step.device).view(T, *([1] * (success_per_step.dim() - 1)))
+    steps = torch.arange(T, device=success_per_step.device).view(
+        T, *([1] * (success_per_step.dim() - 1))
+    )
     first = torch.where(success_per_step, steps, T).amin(0)
     return torch.where(first < T, first, -1)
 
@@ -276,7 +291,9 @@ def sample_batch(
     check_support(support, d)
     if support.dim() != 2:
         raise ValueError(f"support must have shape [S, 2], got {tuple(support.shape)}")
-    bits = torch.randint(0, 2, (support.shape[0], n, d), generator=generator, dtype=torch.int8, device=device)
+    bits = torch.randint(
+        0, 2, (support.shape[0], n, d), generator=generator, dtype=torch.int8, device=device
+    )
     x = (1 - 2 * bits).to(dtype)
     return x, sparse_xor_labels(x, support)
 
@@ -354,7 +371,9 @@ def minibatch_sgd(
         wins.append(success(state.loss, state.attention, state.attention_tilde, support))
         if t < steps:
             if keys is None:
-                x, y = sample_batch(batch_size, support, d, generator=generator, dtype=V.dtype, device=V.device)
+                x, y = sample_batch(
+                    batch_size, support, d, generator=generator, dtype=V.dtype, device=V.device
+                )
                 grad, grad_tilde = empirical_grad(x, y, V, theta, theta_tilde, kind)
             else:
                 from .streams import stream_empirical_grads

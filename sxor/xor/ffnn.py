@@ -18,11 +18,21 @@ counts, and ``WIDTH1_LOSS_FLOOR`` is the population loss that no width-1 network
 from __future__ import annotations
 
 import math
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 
-from .checks import ArgumentTypeError, as_support, check_dims, check_dtype, check_int, check_real, check_support, check_tensor
+from .checks import (
+    ArgumentTypeError,
+    as_support,
+    check_dims,
+    check_dtype,
+    check_int,
+    check_real,
+    check_support,
+    check_tensor,
+)
 from .data import sparse_xor_labels
 
 #: Adam's constants ``beta1, beta2, eps``, PyTorch's defaults.
@@ -32,8 +42,7 @@ WIDTH1_LOSS_FLOOR = 1 / 3
 
 
 class FFNNParams(NamedTuple):
-    r"""Parameters of :math:`R` two-layer ReLU networks of width :math:`w` on :math:`d` inputs.
-    """
+    r"""Parameters of :math:`R` two-layer ReLU networks of width :math:`w` on :math:`d` inputs."""
 
     W: torch.Tensor  #: first-layer weights ``[R, w, d]``
     b: torch.Tensor  #: first-layer biases ``[R, w]``
@@ -131,12 +140,16 @@ def ffnn_forward(x: torch.Tensor, params: FFNNParams) -> torch.Tensor:
     check_tensor("x", x, 2, finite=True)
     check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != params.W.shape[-1]:
-        raise ValueError(f"x has last dimension {x.shape[-1]} but the network has d={params.W.shape[-1]} inputs")
+        raise ValueError(
+            f"x has last dimension {x.shape[-1]} but the network has d={params.W.shape[-1]} inputs"
+        )
     hidden = torch.relu(x.to(params.W.dtype) @ params.W.transpose(-1, -2) + params.b.unsqueeze(-2))
     return (hidden @ params.a.unsqueeze(-1)).squeeze(-1) + params.c.unsqueeze(-1)
 
 
-def ffnn_loss(x: torch.Tensor, y: torch.Tensor, params: FFNNParams) -> tuple[torch.Tensor, torch.Tensor]:
+def ffnn_loss(
+    x: torch.Tensor, y: torch.Tensor, params: FFNNParams
+) -> tuple[torch.Tensor, torch.Tensor]:
     r"""Mean loss :math:`\frac{1}{2n} \sum_k (f(x_k) - y_k)^2` per restart ``[R]``, and its standard error ``[R]``.
 
     Parameters
@@ -163,7 +176,11 @@ def ffnn_loss(x: torch.Tensor, y: torch.Tensor, params: FFNNParams) -> tuple[tor
 
 
 def exact_xor_network(
-    d: int, support: tuple[int, int], *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+    d: int,
+    support: tuple[int, int],
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
 ) -> FFNNParams:
     r"""A width-2 network equal to :math:`y = -x_a x_b` on the whole hypercube.
 
@@ -194,7 +211,11 @@ def exact_xor_network(
 
 
 def width1_loss_floor_network(
-    d: int, support: tuple[int, int], *, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+    d: int,
+    support: tuple[int, int],
+    *,
+    dtype: torch.dtype = torch.float64,
+    device: torch.device | str | None = None,
 ) -> FFNNParams:
     r"""A width-1 network with population loss exactly ``WIDTH1_LOSS_FLOOR`` :math:`= 1/3`.
 
@@ -214,26 +235,36 @@ def width1_loss_floor_network(
     a_, b_ = _one_pair(d, support, dtype)
     W = torch.zeros(1, 1, d, dtype=dtype, device=device)
     W[0, 0, a_], W[0, 0, b_] = 1.0, -1.0
-    return FFNNParams(W, -torch.ones(1, 1, dtype=dtype, device=device),
-                      torch.full((1, 1), 4 / 3, dtype=dtype, device=device),
-                      torch.full((1,), -1 / 3, dtype=dtype, device=device))
+    return FFNNParams(
+        W,
+        -torch.ones(1, 1, dtype=dtype, device=device),
+        torch.full((1, 1), 4 / 3, dtype=dtype, device=device),
+        torch.full((1,), -1 / 3, dtype=dtype, device=device),
+    )
 
 
 class WidthRuns(NamedTuple):
-    r"""Outcome of :func:`~sxor.xor.ffnn.train_ffnn`: one row per width, one column per restart.
-    """
+    r"""Outcome of :func:`~sxor.xor.ffnn.train_ffnn`: one row per width, one column per restart."""
 
     d: int  #: input length
     widths: tuple[int, ...]  #: the widths trained, in the order of the rows
     batch: int  #: fresh training samples per step and restart
     max_steps: int  #: the step budget
     target: float  #: the loss a run must reach
-    steps: torch.Tensor  #: first check below ``target`` on validation *and* test set, ``-1`` if none, ``[W, R]``
+    steps: (
+        torch.Tensor
+    )  #: first check below ``target`` on validation *and* test set, ``-1`` if none, ``[W, R]``
     test_loss: torch.Tensor  #: loss of the returned parameters on the test set, ``[W, R]``
     test_loss_se: torch.Tensor  #: its standard error, ``[W, R]``
-    params: list[FFNNParams]  #: for each width, the parameters when the run stopped, else the final ones
-    rejected: torch.Tensor  #: checks at which validation was below ``target`` but the test set was not, ``[W, R]``
-    held_out_loss: torch.Tensor  #: loss of the returned parameters on a third, untouched sample set, ``[W, R]``
+    params: list[
+        FFNNParams
+    ]  #: for each width, the parameters when the run stopped, else the final ones
+    rejected: (
+        torch.Tensor
+    )  #: checks at which validation was below ``target`` but the test set was not, ``[W, R]``
+    held_out_loss: (
+        torch.Tensor
+    )  #: loss of the returned parameters on a third, untouched sample set, ``[W, R]``
     held_out_se: torch.Tensor  #: its standard error, ``[W, R]``
 
     @property
@@ -338,8 +369,14 @@ def train_ffnn(
     widths = tuple(check_int("width", w, 1) for w in widths)
     if len(set(widths)) != len(widths):
         raise ValueError(f"widths must be distinct, got {list(widths)}")
-    for name, value in [("restarts", restarts), ("max_steps", max_steps), ("batch", batch),
-                        ("eval_every", eval_every), ("n_val", n_val), ("n_test", n_test)]:
+    for name, value in [
+        ("restarts", restarts),
+        ("max_steps", max_steps),
+        ("batch", batch),
+        ("eval_every", eval_every),
+        ("n_val", n_val),
+        ("n_test", n_test),
+    ]:
         check_int(name, value, 1)
     support = as_support(support, device)
     check_support(support, d)
@@ -347,15 +384,25 @@ def train_ffnn(
         raise ValueError(f"train_ffnn takes one support of shape (2,), got {tuple(support.shape)}")
 
     R, nW = restarts, len(widths)
-    inits = [init_ffnn(d, w, restarts=R, generator=torch.Generator().manual_seed(1_000_003 * seed + w),
-                       dtype=dtype) for w in widths]
+    inits = [
+        init_ffnn(
+            d,
+            w,
+            restarts=R,
+            generator=torch.Generator().manual_seed(1_000_003 * seed + w),
+            dtype=dtype,
+        )
+        for w in widths
+    ]
     # hidden units of every width side by side: W [R, U, d], b [R, U], a [R, U], c [R, nW]
     W = torch.cat([p.W for p in inits], 1).to(device)
     b = torch.cat([p.b for p in inits], 1).to(device)
     a = torch.cat([p.a for p in inits], 1).to(device)
     c = torch.stack([p.c for p in inits], 1).to(device)
     group = torch.cat([torch.full((w,), k) for k, w in enumerate(widths)]).to(device)
-    onehot = torch.nn.functional.one_hot(group, nW).to(dtype)  # [U, nW]: which width a unit belongs to
+    onehot = torch.nn.functional.one_hot(group, nW).to(
+        dtype
+    )  # [U, nW]: which width a unit belongs to
     params = [W, b, a, c]
     m1 = [torch.zeros_like(p) for p in params]
     m2 = [torch.zeros_like(p) for p in params]
@@ -376,10 +423,17 @@ def train_ffnn(
             x, y = _samples(R, batch, d, support, data_gen, dtype, device)
             pre = torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2))  # [R, B, U]
             hidden = pre.clamp_min(0)
-            err = ((hidden * a.unsqueeze(1)) @ onehot + c.unsqueeze(1) - y.unsqueeze(-1)) / batch  # [R, B, nW]
+            err = (
+                (hidden * a.unsqueeze(1)) @ onehot + c.unsqueeze(1) - y.unsqueeze(-1)
+            ) / batch  # [R, B, nW]
             back = err @ onehot.T  # each unit's network's error, [R, B, U]
             dpre = back * a.unsqueeze(1) * (pre > 0)
-            grads = [torch.bmm(dpre.transpose(1, 2), x), dpre.sum(1), (back * hidden).sum(1), err.sum(1)]
+            grads = [
+                torch.bmm(dpre.transpose(1, 2), x),
+                dpre.sum(1),
+                (back * hidden).sum(1),
+                err.sum(1),
+            ]
             torch._foreach_mul_(m1, beta1)
             torch._foreach_add_(m1, grads, alpha=1 - beta1)
             torch._foreach_mul_(m2, beta2)
@@ -400,17 +454,25 @@ def train_ffnn(
                     steps[new] = step
                     unit_new = new.T.to(device)[:, group]  # [R, U]
                     net_new = new.T.to(device)  # [R, nW]
-                    for k, (p, mask) in enumerate(zip(params, [unit_new.unsqueeze(-1), unit_new, unit_new, net_new])):
+                    for k, (p, mask) in enumerate(
+                        zip(params, [unit_new.unsqueeze(-1), unit_new, unit_new, net_new])
+                    ):
                         kept[k] = torch.where(mask, p, kept[k])
                     if bool((steps > 0).all()):
                         break
     finally:
         torch.set_num_threads(threads)
     done = (steps > 0).T.to(device)
-    final = [torch.where(m, k, p) for p, k, m in
-             zip(params, kept, [done[:, group].unsqueeze(-1), done[:, group], done[:, group], done])]
+    final = [
+        torch.where(m, k, p)
+        for p, k, m in zip(
+            params, kept, [done[:, group].unsqueeze(-1), done[:, group], done[:, group], done]
+        )
+    ]
     with torch.no_grad():
-        per_sample = 0.5 * (_forward(x_test, *final, onehot) - y_test.unsqueeze(-1)) ** 2  # [R, n, nW]
+        per_sample = (
+            0.5 * (_forward(x_test, *final, onehot) - y_test.unsqueeze(-1)) ** 2
+        )  # [R, n, nW]
         held = 0.5 * (_forward(x_hold, *final, onehot) - y_hold.unsqueeze(-1)) ** 2  # [R, n, nW]
     test = per_sample.mean(1).T.cpu()
     test_se = (per_sample.std(1) / math.sqrt(n_test)).T.cpu()
@@ -419,10 +481,29 @@ def train_ffnn(
     out_params, start = [], 0
     for k, w in enumerate(widths):
         sl = slice(start, start + w)
-        out_params.append(FFNNParams(final[0][:, sl].clone(), final[1][:, sl].clone(), final[2][:, sl].clone(),
-                                     final[3][:, k].clone()))
+        out_params.append(
+            FFNNParams(
+                final[0][:, sl].clone(),
+                final[1][:, sl].clone(),
+                final[2][:, sl].clone(),
+                final[3][:, k].clone(),
+            )
+        )
         start += w
-    return WidthRuns(d, widths, batch, max_steps, target, steps, test, test_se, out_params, rejected, hold, hold_se)
+    return WidthRuns(
+        d,
+        widths,
+        batch,
+        max_steps,
+        target,
+        steps,
+        test,
+        test_se,
+        out_params,
+        rejected,
+        hold,
+        hold_se,
+    )
 
 
 def width_records(runs: WidthRuns) -> list[dict]:
@@ -448,23 +529,29 @@ def width_records(runs: WidthRuns) -> list[dict]:
         ok = runs.success[k]
         samples = runs.samples[k][ok].double()
         spent = torch.where(runs.steps[k] > 0, runs.steps[k], runs.max_steps).sum() * runs.batch
-        quart = torch.quantile(samples, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)).tolist() if ok.any() else None
-        records.append({
-            "d": runs.d,
-            "width": w,
-            "parameters": parameter_count(runs.d, w),
-            "restarts": int(ok.numel()),
-            "successes": int(ok.sum()),
-            "steps": [int(s) if bool(o) else -1 for s, o in zip(runs.steps[k], ok)],
-            "median_samples": quart[1] if quart else None,
-            "samples_quartiles": quart,
-            "samples_per_success": float(spent) / int(ok.sum()) if ok.any() else None,
-            "median_test_loss": float(runs.test_loss[k].median()),
-            "min_test_loss": float(runs.test_loss[k].min()),
-            "rejected_runs": int((runs.rejected[k] > 0).sum()),
-            "held_out_failures": int((ok & (runs.held_out_loss[k] >= runs.target)).sum()),
-            "max_held_out_loss": float(runs.held_out_loss[k][ok].max()) if ok.any() else None,
-        })
+        quart = (
+            torch.quantile(samples, torch.tensor([0.25, 0.5, 0.75], dtype=torch.float64)).tolist()
+            if ok.any()
+            else None
+        )
+        records.append(
+            {
+                "d": runs.d,
+                "width": w,
+                "parameters": parameter_count(runs.d, w),
+                "restarts": int(ok.numel()),
+                "successes": int(ok.sum()),
+                "steps": [int(s) if bool(o) else -1 for s, o in zip(runs.steps[k], ok)],
+                "median_samples": quart[1] if quart else None,
+                "samples_quartiles": quart,
+                "samples_per_success": float(spent) / int(ok.sum()) if ok.any() else None,
+                "median_test_loss": float(runs.test_loss[k].median()),
+                "min_test_loss": float(runs.test_loss[k].min()),
+                "rejected_runs": int((runs.rejected[k] > 0).sum()),
+                "held_out_failures": int((ok & (runs.held_out_loss[k] >= runs.target)).sum()),
+                "max_held_out_loss": float(runs.held_out_loss[k][ok].max()) if ok.any() else None,
+            }
+        )
     return records
 
 

@@ -121,7 +121,9 @@ def parity_population_loss(
     if d > 16:
         raise ValueError(f"exact enumeration is limited to d <= 16, got d={d}")
     if thetas.shape[-2] != support.shape[-1]:
-        raise ValueError(f"need one head per support position: {thetas.shape[-2]} heads, k={support.shape[-1]}")
+        raise ValueError(
+            f"need one head per support position: {thetas.shape[-2]} heads, k={support.shape[-1]}"
+        )
     weights = attention_kind(kind).weights((V.unsqueeze(-3) @ thetas.unsqueeze(-1)).squeeze(-1))
     x = all_inputs(d, dtype=weights.dtype, device=weights.device)
     residual = parity_predict(x, weights) - parity_labels(x, support)
@@ -169,7 +171,9 @@ class ParityTrajectory(NamedTuple):
 
     loss: torch.Tensor  #: ``[T + 1, ...]``
     masses: torch.Tensor  #: ``[T + 1, ..., k, k]``
-    success: torch.Tensor  #: loss ``< 0.01`` and one head per target with mass ``>= 0.9``, ``[T + 1, ...]``
+    success: (
+        torch.Tensor
+    )  #: loss ``< 0.01`` and one head per target with mass ``>= 0.9``, ``[T + 1, ...]``
     thetas: torch.Tensor  #: final queries, ``[..., k, m]``
 
 
@@ -232,10 +236,14 @@ def parity_descent(
         if t < steps:
             (grad,) = torch.autograd.grad(loss.sum(), thetas)
             thetas = (thetas - eta_t * grad).detach()
-    return ParityTrajectory(torch.stack(losses), torch.stack(masses), torch.stack(wins), thetas.detach())
+    return ParityTrajectory(
+        torch.stack(losses), torch.stack(masses), torch.stack(wins), thetas.detach()
+    )
 
 
-def parity_inits(theta0: torch.Tensor, scheme: str, *, generator: torch.Generator | None = None) -> torch.Tensor:
+def parity_inits(
+    theta0: torch.Tensor, scheme: str, *, generator: torch.Generator | None = None
+) -> torch.Tensor:
     r"""Three initial queries ``[..., 3, m]`` built from ``theta0 [..., m]`` (unit norm).
 
     * ``"star"``: ``theta0`` and its rotations by 120 and 240 degrees in a random plane through it
@@ -266,7 +274,9 @@ def parity_inits(theta0: torch.Tensor, scheme: str, *, generator: torch.Generato
         raise ValueError(f"three-head inits need m >= 2, got m={m}")
     if scheme == "antipodal":
         return torch.stack([theta0, -theta0, torch.zeros_like(theta0)], dim=-2)
-    z = torch.randn(*theta0.shape[:-1], 2, m, generator=generator, dtype=theta0.dtype, device=theta0.device)
+    z = torch.randn(
+        *theta0.shape[:-1], 2, m, generator=generator, dtype=theta0.dtype, device=theta0.device
+    )
     if scheme == "random":
         z = z / z.norm(dim=-1, keepdim=True)
         return torch.cat([theta0.unsqueeze(-2), z], dim=-2)

@@ -25,7 +25,9 @@ import torch
 from .checks import as_support, check_support, check_tensor
 
 
-def target_masses(attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
+def target_masses(
+    attention: torch.Tensor, attention_tilde: torch.Tensor, support: torch.Tensor
+) -> torch.Tensor:
     r"""Mass of each head on each target: ``M [..., 2, 2]`` with ``M[..., h, t]`` the weight that
     head ``h`` (0: :math:`\gamma`, 1: :math:`\tilde\gamma`) puts on target ``t`` (0: :math:`i^*`, 1: :math:`j^*`).
 
@@ -125,7 +127,12 @@ def failure_modes(
         As in :func:`~sxor.xor.metrics.success`.
     """
     ok = success(
-        loss, attention, attention_tilde, support, loss_threshold=loss_threshold, mass_threshold=mass_threshold
+        loss,
+        attention,
+        attention_tilde,
+        support,
+        loss_threshold=loss_threshold,
+        mass_threshold=mass_threshold,
     )
     top, top_tilde = torch.broadcast_tensors(attention.argmax(-1), attention_tilde.argmax(-1))
     support = support.to(top.device)

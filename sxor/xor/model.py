@@ -13,12 +13,20 @@ closed-form population gradient.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
-from .checks import check_dtype, check_embeddings, check_finite, check_kind, check_query, check_tensor, check_weights
+from .checks import (
+    check_dtype,
+    check_embeddings,
+    check_finite,
+    check_kind,
+    check_query,
+    check_tensor,
+    check_weights,
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,9 @@ _SQRT2 = 2.0**0.5
 
 def _log_one_plus_erf(scores: torch.Tensor) -> torch.Tensor:
     # 1 + erf(s) = 2 Phi(sqrt(2) s), and log Phi is evaluated stably by log_ndtr (no underflow).
-    return torch.special.log_ndtr(_SQRT2 * scores) + torch.log(torch.tensor(2.0, dtype=scores.dtype))
+    return torch.special.log_ndtr(_SQRT2 * scores) + torch.log(
+        torch.tensor(2.0, dtype=scores.dtype)
+    )
 
 
 def _erf_gain(scores: torch.Tensor) -> torch.Tensor:
@@ -119,7 +129,9 @@ def attention_kind(kind: str) -> AttentionKind:
     try:
         return ATTENTION_KINDS[kind]
     except KeyError:
-        raise ValueError(f"unknown attention kind {kind!r}; choose one of {sorted(ATTENTION_KINDS)}") from None
+        raise ValueError(
+            f"unknown attention kind {kind!r}; choose one of {sorted(ATTENTION_KINDS)}"
+        ) from None
 
 
 def scores(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
@@ -181,7 +193,9 @@ def attention(V: torch.Tensor, theta: torch.Tensor, kind: str = "softmax") -> to
     return attention_kind(kind).weights(scores_unchecked(V, theta))
 
 
-def predict_from_weights(x: torch.Tensor, gamma: torch.Tensor, gamma_tilde: torch.Tensor) -> torch.Tensor:
+def predict_from_weights(
+    x: torch.Tensor, gamma: torch.Tensor, gamma_tilde: torch.Tensor
+) -> torch.Tensor:
     r"""Model output :math:`f(x) = -(\gamma\cdot x)(\tilde\gamma\cdot x)` from the attention weights, shape ``[..., n]``.
 
     ``x`` is converted to the weights' dtype.

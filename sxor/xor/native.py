@@ -61,7 +61,16 @@ SOURCE = Path(__file__).with_name("_one_step.c")
 #: Compiler flags, without ``-ffast-math`` so that IEEE semantics hold (``inf * 0 = nan`` flags a
 #: non-finite V, and a NaN propagates); the reductions are vectorised by ``omp simd reduction``
 #: pragmas instead.
-FLAGS = ["-O3", "-march=native", "-fopenmp", "-pthread", "-fPIC", "-shared", "-std=gnu99", "-fno-math-errno"]
+FLAGS = [
+    "-O3",
+    "-march=native",
+    "-fopenmp",
+    "-pthread",
+    "-fPIC",
+    "-shared",
+    "-std=gnu99",
+    "-fno-math-errno",
+]
 #: The same without an OpenMP runtime (the kernel then starts POSIX threads).
 FLAGS_PTHREADS = [f if f != "-fopenmp" else "-fopenmp-simd" for f in FLAGS]
 
@@ -76,7 +85,11 @@ _OFF = ("0", "false", "no", "off")
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("SXOR_NATIVE_CACHE") or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    root = (
+        os.environ.get("SXOR_NATIVE_CACHE")
+        or os.environ.get("XDG_CACHE_HOME")
+        or str(Path.home() / ".cache")
+    )
     return Path(root) / "sxor" / "native"
 
 
@@ -87,7 +100,9 @@ def _compiler() -> str | None:
     if cc:
         found = shutil.which(cc)
         if found is None:
-            raise RuntimeError(f"CC={cc!r} is not an executable compiler (a single program, on PATH or by path)")
+            raise RuntimeError(
+                f"CC={cc!r} is not an executable compiler (a single program, on PATH or by path)"
+            )
         return found
     for name in ("gcc", "cc"):
         if shutil.which(name):
@@ -101,7 +116,11 @@ def _cpu_flags() -> str:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return platform.processor() + platform.machine()
-    keep = [line for line in text.splitlines() if line.startswith(("model name", "flags", "Features", "CPU part"))]
+    keep = [
+        line
+        for line in text.splitlines()
+        if line.startswith(("model name", "flags", "Features", "CPU part"))
+    ]
     return "\n".join(sorted(set(keep)))
 
 
@@ -112,11 +131,17 @@ def _want_openmp() -> bool:
 def cache_key(cc: str, flags: list[str] | None = None) -> str:
     """Hash of the kernel's source, the flags (default :data:`FLAGS`), the compiler's version and
     the CPU's flags."""
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, errors="replace", timeout=60).stdout
+    version = subprocess.run(
+        [cc, "--version"], capture_output=True, text=True, errors="replace", timeout=60
+    ).stdout
     h = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), " ".join(FLAGS if flags is None else flags).encode(), version.encode(),
-                 _cpu_flags().encode(),
-                 platform.machine().encode()):
+    for part in (
+        SOURCE.read_bytes(),
+        " ".join(FLAGS if flags is None else flags).encode(),
+        version.encode(),
+        _cpu_flags().encode(),
+        platform.machine().encode(),
+    ):
         h.update(part)
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -142,8 +167,10 @@ def _compile() -> ctypes.CDLL:
             added = _openmp_runtimes() - before
             if not added:
                 return lib
-            _state["openmp_failed"] = (f"the OpenMP build loaded a second OpenMP runtime ({', '.join(sorted(added))}) "
-                                       "beside torch's, whose threads would compete with torch's")
+            _state["openmp_failed"] = (
+                f"the OpenMP build loaded a second OpenMP runtime ({', '.join(sorted(added))}) "
+                "beside torch's, whose threads would compete with torch's"
+            )
     return _compile_with(cc, FLAGS_PTHREADS)
 
 
@@ -168,7 +195,10 @@ def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
     if target.exists():
         try:
             return _load(str(target))
-        except (OSError, AttributeError) as err:  # a stale, truncated or foreign file: build it again
+        except (
+            OSError,
+            AttributeError,
+        ) as err:  # a stale, truncated or foreign file: build it again
             stale = f"{target.name} in the cache could not be loaded ({err}); "
     else:
         stale = ""
@@ -176,8 +206,13 @@ def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
-        proc = subprocess.run([cc, *flags, "-o", tmp, str(SOURCE), "-lm"], capture_output=True, text=True,
-                              errors="replace", timeout=300)
+        proc = subprocess.run(
+            [cc, *flags, "-o", tmp, str(SOURCE), "-lm"],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=300,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"{stale}compilation failed: {proc.stderr.strip()[:500]}")
         os.chmod(tmp, 0o755)  # mkstemp makes it 0600
@@ -190,7 +225,9 @@ def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
     try:
         return _load(os.path.join(str(target.parent), ".", target.name) if stale else str(target))
     except (OSError, AttributeError) as err:
-        raise RuntimeError(f"{stale}the freshly built {target.name} could not be loaded ({err})") from None
+        raise RuntimeError(
+            f"{stale}the freshly built {target.name} could not be loaded ({err})"
+        ) from None
 
 
 def _load(path: str) -> ctypes.CDLL:
@@ -201,8 +238,35 @@ def _load(path: str) -> ctypes.CDLL:
     for name in ("sxor_one_step_f64", "sxor_one_step_f32"):
         fn = getattr(lib, name)
         fn.restype = i64
-        fn.argtypes = [i64, i64, i64, p, i64, i64, i64, p, i64, p, i64, p, i64, p, i64, c_int, c_int, c_int,
-                       c_int, p, p, p, p, p, p, p, p]
+        fn.argtypes = [
+            i64,
+            i64,
+            i64,
+            p,
+            i64,
+            i64,
+            i64,
+            p,
+            i64,
+            p,
+            i64,
+            p,
+            i64,
+            p,
+            i64,
+            c_int,
+            c_int,
+            c_int,
+            c_int,
+            p,
+            p,
+            p,
+            p,
+            p,
+            p,
+            p,
+            p,
+        ]
     return lib
 
 
@@ -215,7 +279,9 @@ def fused_first_pass(d: int, m: int, itemsize: int) -> bool:
 def library() -> ctypes.CDLL | None:
     """The compiled kernel, compiling it on first use; ``None`` if unavailable (see
     :func:`unavailable_reason`). The outcome is remembered for the process."""
-    if os.environ.get("SXOR_NATIVE", "1").strip().lower() in _OFF:  # read at every call (tests switch it)
+    if (
+        os.environ.get("SXOR_NATIVE", "1").strip().lower() in _OFF
+    ):  # read at every call (tests switch it)
         _state["off"] = os.environ["SXOR_NATIVE"].strip()
         return None
     _state.pop("off", None)
@@ -224,8 +290,11 @@ def library() -> ctypes.CDLL | None:
             _state["lib"], _state["why"] = _compile(), None
         except (OSError, RuntimeError, subprocess.SubprocessError) as err:
             _state["lib"], _state["why"] = None, f"native kernel unavailable: {err}"
-        except Exception as err:  # noqa: BLE001 - whatever went wrong, fall back and say what
-            _state["lib"], _state["why"] = None, f"native kernel unavailable: {type(err).__name__}: {err}"
+        except Exception as err:
+            _state["lib"], _state["why"] = (
+                None,
+                f"native kernel unavailable: {type(err).__name__}: {err}",
+            )
     return _state["lib"]
 
 

@@ -120,7 +120,9 @@ def population_loss(
     """
     check_model_inputs(V, theta, theta_tilde, support)
     phi = attention_kind(kind)
-    return loss_from_weights(phi.weights(scores(V, theta)), phi.weights(scores(V, theta_tilde)), support)
+    return loss_from_weights(
+        phi.weights(scores(V, theta)), phi.weights(scores(V, theta_tilde)), support
+    )
 
 
 def population_grad(
@@ -169,7 +171,12 @@ def _rows_times(A: torch.Tensor, V: torch.Tensor) -> torch.Tensor:
     the same products in a different order of summation (so equal to rounding).
     """
     d = V.shape[-2]
-    if d < 2 * _BLOCK_ROWS or d % _BLOCK_ROWS or A.shape[:-2] != V.shape[:-2] or not V.is_contiguous():
+    if (
+        d < 2 * _BLOCK_ROWS
+        or d % _BLOCK_ROWS
+        or A.shape[:-2] != V.shape[:-2]
+        or not V.is_contiguous()
+    ):
         return A @ V
     c = d // _BLOCK_ROWS
     Vb = V.reshape(*V.shape[:-2], c, _BLOCK_ROWS, V.shape[-1])
@@ -191,8 +198,14 @@ def _mv_path(Vt: torch.Tensor, A: torch.Tensor) -> bool:
     and no autograd graph to record (the products write into slices of one output)."""
     if torch.is_grad_enabled() and (Vt.requires_grad or A.requires_grad):
         return False
-    return (Vt.device.type == "cpu" and Vt.shape[-1] >= _MV_MIN_D and Vt.stride(-1) == 1
-            and Vt.dim() in (2, 3) and A.dim() == Vt.dim() and A.shape[:-2] == Vt.shape[:-2])
+    return (
+        Vt.device.type == "cpu"
+        and Vt.shape[-1] >= _MV_MIN_D
+        and Vt.stride(-1) == 1
+        and Vt.dim() in (2, 3)
+        and A.dim() == Vt.dim()
+        and A.shape[:-2] == Vt.shape[:-2]
+    )
 
 
 def _queries_times(Q: torch.Tensor, Vt: torch.Tensor) -> torch.Tensor:
@@ -205,9 +218,9 @@ def _queries_times(Q: torch.Tensor, Vt: torch.Tensor) -> torch.Tensor:
     d = Vt.shape[-1]
     out = torch.empty(Q.shape[0], d, dtype=Vt.dtype)
     for c in range(0, d, _MV_BLOCK):
-        block = Vt[:, c:c + _MV_BLOCK].T
+        block = Vt[:, c : c + _MV_BLOCK].T
         for i in range(Q.shape[0]):
-            torch.mv(block, Q[i], out=out[i, c:c + _MV_BLOCK])
+            torch.mv(block, Q[i], out=out[i, c : c + _MV_BLOCK])
     return out
 
 
@@ -221,9 +234,9 @@ def _times_rows(R: torch.Tensor, Vt: torch.Tensor) -> torch.Tensor:
     d = Vt.shape[-1]
     out = torch.zeros(R.shape[0], Vt.shape[0], dtype=Vt.dtype)
     for c in range(0, d, _MV_BLOCK):
-        block = Vt[:, c:c + _MV_BLOCK]
+        block = Vt[:, c : c + _MV_BLOCK]
         for i in range(R.shape[0]):
-            out[i].addmv_(block, R[i, c:c + _MV_BLOCK])
+            out[i].addmv_(block, R[i, c : c + _MV_BLOCK])
     return out
 
 
@@ -236,7 +249,13 @@ def _cache_blocks(V, theta0, support, eta):
     """Split a batch ``V [B, d, m]`` (with ``theta0 [B, m]``, ``support [B, 2]``, ``eta`` scalar or
     ``[B]``) into blocks of at most ``_CACHE_BYTES`` of ``V`` on the CPU; ``None`` when there is
     nothing to gain (one block, a GPU, or broadcast batch shapes)."""
-    if V.device.type != "cpu" or V.dim() != 3 or theta0.dim() != 2 or support.dim() != 2 or eta.dim() > 1:
+    if (
+        V.device.type != "cpu"
+        or V.dim() != 3
+        or theta0.dim() != 2
+        or support.dim() != 2
+        or eta.dim() > 1
+    ):
         return None
     B = V.shape[0]
     if B == 0 or V[0].numel() == 0:
@@ -248,8 +267,15 @@ def _cache_blocks(V, theta0, support, eta):
         return None
     if per == 1:  # one instance per block: plain matrix products, no batched kernels
         return [(V[i], theta0[i], support[i], eta[i] if eta.dim() == 1 else eta) for i in range(B)]
-    return [(V[i:i + per], theta0[i:i + per], support[i:i + per], eta[i:i + per] if eta.dim() == 1 else eta)
-            for i in range(0, B, per)]
+    return [
+        (
+            V[i : i + per],
+            theta0[i : i + per],
+            support[i : i + per],
+            eta[i : i + per] if eta.dim() == 1 else eta,
+        )
+        for i in range(0, B, per)
+    ]
 
 
 def _check_step_inputs(V, theta0, support, eta) -> torch.Tensor:
@@ -279,7 +305,9 @@ class StepAndLimit(NamedTuple):
     """:func:`one_step_and_limit`: one step of size ``eta`` and its ``eta -> infinity`` limit."""
 
     step: OneStepResult  #: the step of size ``eta``
-    head: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta>``, where head 1 sits as ``eta -> infinity``, ``[...]``
+    head: (
+        torch.Tensor
+    )  #: ``argmax_i <v_i, -dL/dtheta>``, where head 1 sits as ``eta -> infinity``, ``[...]``
     head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
 
 
@@ -323,7 +351,17 @@ def _loss_rows(W: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     return 0.5 * (gg * hh + 2 * gh**2 - 2 * diag) - label + 0.5
 
 
-def _one_step(Vt, theta0, support, eta, kind: str, *, scale=None, check_rows: bool = False, limit: bool = False):
+def _one_step(
+    Vt,
+    theta0,
+    support,
+    eta,
+    kind: str,
+    *,
+    scale=None,
+    check_rows: bool = False,
+    limit: bool = False,
+):
     """One step from ``(theta0, -theta0)`` in three passes over ``Vt = V^T [..., m, d]``.
 
     Pass 1: the scores ``s = V theta0`` (head 2's are ``-s``); with ``check_rows`` a non-finite
@@ -389,8 +427,20 @@ def _set_path(path: str, reason: str) -> None:
     _LAST_PATH = StepPath(path, reason)
 
 
-def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=None, check_rows: bool,
-                 limit: bool, transposed: bool = False):
+def _native_step(
+    X,
+    sd: int,
+    sm: int,
+    theta0,
+    support,
+    eta,
+    kind: str,
+    *,
+    scale=None,
+    check_rows: bool,
+    limit: bool,
+    transposed: bool = False,
+):
     """One step through the native kernel, or ``None`` (with the reason recorded) when it does not
     apply. ``X`` holds the embeddings of a batch ``[B, ...]`` or one instance, with entry ``(i, j)``
     of ``V`` (row ``i < d``, column ``j < m``) at element offset ``i * sd + j * sm`` of each instance
@@ -409,7 +459,9 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         reason = f"layout {X.layout} (the kernel reads dense strided memory)"
     elif X.is_neg() or X.is_conj():
         reason = "embeddings with a lazy negation (the kernel reads the stored values)"
-    elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (X, theta0, eta, scale)):
+    elif torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (X, theta0, eta, scale)
+    ):
         reason = "an autograd graph is being recorded"
     elif X.dim() not in (2, 3):
         reason = f"{X.dim() - 2} batch dimensions (the kernel takes at most one)"
@@ -427,7 +479,12 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     B = Xb.shape[0]
     d, m = (Xb.shape[-1], Xb.shape[-2]) if transposed else (Xb.shape[-2], Xb.shape[-1])
     dtype = X.dtype
-    if single and (theta0.dim() > 1 or support.dim() > 1 or eta.dim() > 0 or (scale is not None and scale.dim() > 1)):
+    if single and (
+        theta0.dim() > 1
+        or support.dim() > 1
+        or eta.dim() > 0
+        or (scale is not None and scale.dim() > 1)
+    ):
         th = None
     else:
         try:
@@ -444,8 +501,13 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     # The kernel indexes the weights at the support and reads m query coordinates per instance:
     # anything the unchecked entry points let through that would read or write out of bounds (or
     # that the torch path broadcasts differently, or refuses) goes to the torch path.
-    if (theta0.dim() == 0 or theta0.shape[-1] != m or support.dim() == 0 or support.shape[-1] != 2
-            or (scale is not None and (scale.dim() == 0 or scale.shape[-1] not in (1, d)))):
+    if (
+        theta0.dim() == 0
+        or theta0.shape[-1] != m
+        or support.dim() == 0
+        or support.shape[-1] != 2
+        or (scale is not None and (scale.dim() == 0 or scale.shape[-1] not in (1, d)))
+    ):
         reason = "the queries, support or scale do not match the embeddings' d and m"
     elif support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
         reason = f"support of dtype {support.dtype} (the kernel takes integer positions)"
@@ -457,14 +519,43 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
         _set_path("torch", reason)
         return None
     theta1, theta1t = torch.empty(B, m, dtype=dtype), torch.empty(B, m, dtype=dtype)
-    loss, g1, h1 = torch.empty(B, dtype=dtype), torch.empty(B, d, dtype=dtype), torch.empty(B, d, dtype=dtype)
+    loss, g1, h1 = (
+        torch.empty(B, dtype=dtype),
+        torch.empty(B, d, dtype=dtype),
+        torch.empty(B, d, dtype=dtype),
+    )
     head, headt, bad = (torch.empty(B, dtype=torch.int64) for _ in range(3))
     fn = lib.sxor_one_step_f64 if dtype == torch.float64 else lib.sxor_one_step_f32
     fused = native.fused_first_pass(d, m, X.element_size())
-    nbad = fn(B, d, m, Xb.data_ptr(), Xb.stride(0) if B > 1 else 0, sd, sm,
-              None if sc is None else sc.data_ptr(), d, th.data_ptr(), m, sup.data_ptr(), 2, et.data_ptr(), 1,
-              int(limit), int(check_rows), int(fused), torch.get_num_threads(), theta1.data_ptr(), theta1t.data_ptr(),
-              loss.data_ptr(), g1.data_ptr(), h1.data_ptr(), head.data_ptr(), headt.data_ptr(), bad.data_ptr())
+    nbad = fn(
+        B,
+        d,
+        m,
+        Xb.data_ptr(),
+        Xb.stride(0) if B > 1 else 0,
+        sd,
+        sm,
+        None if sc is None else sc.data_ptr(),
+        d,
+        th.data_ptr(),
+        m,
+        sup.data_ptr(),
+        2,
+        et.data_ptr(),
+        1,
+        int(limit),
+        int(check_rows),
+        int(fused),
+        torch.get_num_threads(),
+        theta1.data_ptr(),
+        theta1t.data_ptr(),
+        loss.data_ptr(),
+        g1.data_ptr(),
+        h1.data_ptr(),
+        head.data_ptr(),
+        headt.data_ptr(),
+        bad.data_ptr(),
+    )
     if nbad < 0:
         raise MemoryError("the native one-step kernel could not allocate its workspace")
     if nbad > 0 and check_rows:
@@ -474,12 +565,24 @@ def _native_step(X, sd: int, sm: int, theta0, support, eta, kind: str, *, scale=
     # bad == 2: the instance's fused first pass would have cancelled badly, so the kernel redid it
     # in three reads of V (a head saturated on a support position); said, not hidden
     redone = int((bad == 2).sum()) if fused and B else 0
-    form = "three reads of V" if not fused else (
-        f"two reads of V, {redone} of {B} instances in three (cancellation)" if redone else "two reads of V")
-    _set_path("native", f"C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
-                        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}, {form}")
+    form = (
+        "three reads of V"
+        if not fused
+        else (
+            f"two reads of V, {redone} of {B} instances in three (cancellation)"
+            if redone
+            else "two reads of V"
+        )
+    )
+    _set_path(
+        "native",
+        f"C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
+        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}, {form}",
+    )
     if single:
-        theta1, theta1t, loss, g1, h1, head, headt = (t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt))
+        theta1, theta1t, loss, g1, h1, head, headt = (
+            t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt)
+        )
     result = OneStepResult(theta1, theta1t, loss, g1, h1)
     return StepAndLimit(result, head, headt) if limit else result
 
@@ -489,8 +592,17 @@ def _native_or_none(V, theta0, support, eta, kind, *, check_rows, limit):
     if V.layout != torch.strided:
         _set_path("torch", f"layout {V.layout} (the kernel reads dense strided memory)")
         return None
-    return _native_step(V, V.stride(-2), V.stride(-1), theta0, support, eta, kind, check_rows=check_rows,
-                        limit=limit)
+    return _native_step(
+        V,
+        V.stride(-2),
+        V.stride(-1),
+        theta0,
+        support,
+        eta,
+        kind,
+        check_rows=check_rows,
+        limit=limit,
+    )
 
 
 def one_step(
@@ -538,7 +650,11 @@ def one_step_and_limit(
 
     ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
     """
-    eta = _check_step_inputs(V, theta0, support, eta) if check else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
+    eta = (
+        _check_step_inputs(V, theta0, support, eta)
+        if check
+        else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
+    )
     out = _native_or_none(V, theta0, support, eta, kind, check_rows=check, limit=True)
     if out is not None:
         return out
@@ -559,8 +675,23 @@ def one_step_and_limit_factored(
     ``scale=None``, ``V = Z^T``."""
     eta = torch.as_tensor(eta, dtype=Z.dtype, device=Z.device)
     strided = Z.layout == torch.strided
-    out = None if not strided else _native_step(Z, Z.stride(-1), Z.stride(-2), theta0, support, eta, kind,
-                                                scale=scale, check_rows=False, limit=True, transposed=True)
+    out = (
+        None
+        if not strided
+        else _native_step(
+            Z,
+            Z.stride(-1),
+            Z.stride(-2),
+            theta0,
+            support,
+            eta,
+            kind,
+            scale=scale,
+            check_rows=False,
+            limit=True,
+            transposed=True,
+        )
+    )
     if not strided:
         _set_path("torch", f"layout {Z.layout} (the kernel reads dense strided memory)")
     if out is not None:

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import torch
 
-from .checks import ArgumentTypeError, check_embeddings, check_generator, check_int, check_query, check_support, check_tensor
+from .checks import (
+    ArgumentTypeError,
+    check_embeddings,
+    check_generator,
+    check_int,
+    check_query,
+    check_support,
+    check_tensor,
+)
 from .data import all_inputs, sample_sparse_xor, sparse_xor_labels
 from .model import predict
 
@@ -131,7 +139,9 @@ def monte_carlo_loss(
     return per_sample.mean(-1), per_sample.std(-1) / n**0.5
 
 
-def autograd_grad(loss_fn, theta: torch.Tensor, theta_tilde: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def autograd_grad(
+    loss_fn, theta: torch.Tensor, theta_tilde: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Gradient of ``loss_fn(theta, theta_tilde).sum()`` by reverse-mode autodiff.
 
     Parameters

@@ -35,8 +35,13 @@ ERF_LOSS_FLOOR = 0.5 * (121 / 225) ** 2
 START_NAMES = ("antisymmetric", "random", "aimed c=1", "aimed c=4", "aimed c=16", "least squares")
 
 
-def starts(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, *,
-           generator: torch.Generator | None = None) -> torch.Tensor:
+def starts(
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     r"""Starting query pairs ``[len(START_NAMES), 2, m]`` for one instance, in the order of ``START_NAMES``.
 
     ``antisymmetric`` is :math:`(\theta_0, -\theta_0)`; ``random`` two independent uniform unit
@@ -58,8 +63,10 @@ def starts(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, *,
     """
     d, m = check_embeddings(V)
     if V.dim() != 2 or theta0.shape != (m,) or support.shape != (2,):
-        raise ValueError(f"starts takes one instance: V [d, m], theta0 [m], support [2]; got "
-                         f"{tuple(V.shape)}, {tuple(theta0.shape)}, {tuple(support.shape)}")
+        raise ValueError(
+            f"starts takes one instance: V [d, m], theta0 [m], support [2]; got "
+            f"{tuple(V.shape)}, {tuple(theta0.shape)}, {tuple(support.shape)}"
+        )
     check_support(support, d)
     a, b = int(support[0]), int(support[1])
     z = torch.randn(2, m, generator=generator, dtype=V.dtype).to(V.device)
@@ -74,8 +81,9 @@ def starts(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, *,
     return torch.stack(out)
 
 
-def minimise_loss(V: torch.Tensor, support: torch.Tensor, start: torch.Tensor, kind: str, *,
-                  max_iter: int = 400) -> tuple[float, torch.Tensor]:
+def minimise_loss(
+    V: torch.Tensor, support: torch.Tensor, start: torch.Tensor, kind: str, *, max_iter: int = 400
+) -> tuple[float, torch.Tensor]:
     r"""L-BFGS (strong Wolfe line search) on the population loss of one instance over both queries, with the exact closed-form gradient.
 
     Returns ``(loss, queries [2, m])`` at the end; the loss is the smallest value the run reached, an
@@ -95,13 +103,23 @@ def minimise_loss(V: torch.Tensor, support: torch.Tensor, start: torch.Tensor, k
     max_iter
         Largest number of L-BFGS iterations.
     """
-    d, m = check_embeddings(V)
+    _d, m = check_embeddings(V)
     if start.shape != (2, m):
         raise ValueError(f"start must have shape (2, {m}), got {tuple(start.shape)}")
     q = start.detach().clone().to(V.dtype).requires_grad_(True)
-    opt = torch.optim.LBFGS([q], lr=1, max_iter=max_iter, tolerance_grad=1e-14, tolerance_change=1e-16,
-                            history_size=20, line_search_fn="strong_wolfe")
-    best = [float(population_loss(V, q[0].detach(), q[1].detach(), support, kind)), q.detach().clone()]
+    opt = torch.optim.LBFGS(
+        [q],
+        lr=1,
+        max_iter=max_iter,
+        tolerance_grad=1e-14,
+        tolerance_change=1e-16,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
+    best = [
+        float(population_loss(V, q[0].detach(), q[1].detach(), support, kind)),
+        q.detach().clone(),
+    ]
 
     def closure():
         opt.zero_grad()
@@ -120,8 +138,16 @@ def minimise_loss(V: torch.Tensor, support: torch.Tensor, start: torch.Tensor, k
     return best[0], best[1]
 
 
-def best_losses(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, kind: str, *,
-                names: tuple[str, ...] = START_NAMES, seed: int = 0, max_iter: int = 400) -> torch.Tensor:
+def best_losses(
+    V: torch.Tensor,
+    theta0: torch.Tensor,
+    support: torch.Tensor,
+    kind: str,
+    *,
+    names: tuple[str, ...] = START_NAMES,
+    seed: int = 0,
+    max_iter: int = 400,
+) -> torch.Tensor:
     r"""Smallest loss :func:`~sxor.xor.representation.minimise_loss` reaches from each start, for each of ``S`` instances, ``[S, len(names)]``.
 
     Parameters
@@ -157,8 +183,9 @@ def best_losses(V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, ki
     for s in range(V.shape[0]):
         all_starts = starts(V[s], theta0[s], support[s], generator=gen)
         for k, name in enumerate(names):
-            out[s, k] = minimise_loss(V[s], support[s], all_starts[START_NAMES.index(name)], kind,
-                                      max_iter=max_iter)[0]
+            out[s, k] = minimise_loss(
+                V[s], support[s], all_starts[START_NAMES.index(name)], kind, max_iter=max_iter
+            )[0]
     return out
 
 
@@ -214,20 +241,26 @@ def linear_loss_floor(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     support
         The pair :math:`(a, b)`, ``[..., 2]``.
     """
-    d, m = check_embeddings(V)
+    d, _m = check_embeddings(V)
     check_support(support, d)
     basis = torch.cat([torch.ones(*V.shape[:-1], 1, dtype=V.dtype, device=V.device), V], -1)
     Q, _ = torch.linalg.qr(basis)  # orthonormal basis of span(1, V), [..., d, m + 1]
     lev = (Q * Q).sum(-1)  # ||Pi e_i||^2
     eps = (lev * lev).sum(-1)
-    qa = Q.gather(-2, support[..., :1].unsqueeze(-1).expand(*Q.shape[:-2], 1, Q.shape[-1])).squeeze(-2)
-    qb = Q.gather(-2, support[..., 1:].unsqueeze(-1).expand(*Q.shape[:-2], 1, Q.shape[-1])).squeeze(-2)
+    qa = Q.gather(-2, support[..., :1].unsqueeze(-1).expand(*Q.shape[:-2], 1, Q.shape[-1])).squeeze(
+        -2
+    )
+    qb = Q.gather(-2, support[..., 1:].unsqueeze(-1).expand(*Q.shape[:-2], 1, Q.shape[-1])).squeeze(
+        -2
+    )
     tau2 = ((qa * qa).sum(-1) * (qb * qb).sum(-1) + (qa * qb).sum(-1) ** 2) / 2
     floor = 0.5 - tau2 / (1 - eps)
     return torch.where(eps < 1, floor, torch.full_like(floor, math.nan))
 
 
-def min_norm_point(points: torch.Tensor, *, max_iter: int = 10_000) -> tuple[torch.Tensor, list[int], torch.Tensor]:
+def min_norm_point(
+    points: torch.Tensor, *, max_iter: int = 10_000
+) -> tuple[torch.Tensor, list[int], torch.Tensor]:
     r"""Wolfe's (1976) algorithm for the point of smallest norm in the convex hull of ``points [N, m]``.
 
     Float64 on the CPU. Returns ``(x, corral, weights)``: ``x [m]``, the indices of the affinely
@@ -260,7 +293,7 @@ def min_norm_point(points: torch.Tensor, *, max_iter: int = 10_000) -> tuple[tor
         j = int(dots.argmin())
         if float(x @ x - dots[j]) <= tol or j in S or len(S) > P.shape[1]:
             break
-        S, w = S + [j], torch.cat([w, torch.zeros(1, dtype=torch.float64)])
+        S, w = [*S, j], torch.cat([w, torch.zeros(1, dtype=torch.float64)])
         for _ in range(max_iter):  # minor cycle: move towards the affine minimiser of the corral
             Q = P[S]
             k = len(S)
@@ -312,7 +345,7 @@ def _origin_in_hull(points: torch.Tensor) -> tuple[int, list[int]]:
     from fractions import Fraction
 
     P = points.detach().to("cpu", torch.float64)
-    N, m = P.shape
+    _N, m = P.shape
     x, S, _ = min_norm_point(P)
     xs = [Fraction(float(v)) for v in x]
     if float(x.norm()) > 0:
@@ -327,7 +360,9 @@ def _origin_in_hull(points: torch.Tensor) -> tuple[int, list[int]]:
     lam = torch.linalg.solve(A, e)
     lam_q = [Fraction(float(v)) for v in lam]
     rows = [[Fraction(float(a)) for a in row] for row in A.tolist()]
-    res = [sum(a * l for a, l in zip(row, lam_q)) - (1 if i == m else 0) for i, row in enumerate(rows)]
+    res = [
+        sum(a * l for a, l in zip(row, lam_q)) - (1 if i == m else 0) for i, row in enumerate(rows)
+    ]
     res_norm = math.sqrt(float(sum(r * r for r in res)))
     sigma_min = float(torch.linalg.svdvals(A)[-1])
     if sigma_min > 0 and float(lam.min()) > 2 * res_norm / sigma_min:
@@ -349,7 +384,9 @@ def erf_floor_certified(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
         Supports ``[S, 2]``.
     """
     if V.dim() != 3 or support.shape != (V.shape[0], 2):
-        raise ValueError(f"need V [S, d, m] and support [S, 2], got {tuple(V.shape)}, {tuple(support.shape)}")
+        raise ValueError(
+            f"need V [S, d, m] and support [S, 2], got {tuple(V.shape)}, {tuple(support.shape)}"
+        )
     d, _ = check_embeddings(V)
     check_support(support, d)
     out = torch.empty(V.shape[0], dtype=torch.int8)
@@ -411,7 +448,9 @@ def erf_depth_floor(k: int, *, tol: Fraction | None = None) -> tuple[Fraction, F
         attained = min(attained, value(xm, ym))
         p_hi, q_hi, p_lo, q_lo = x1 * y1, (u - x0) * (u - y0), x0 * y0, (u - x1) * (u - y1)
         bound = ((1 - p_hi - q_hi) ** 2 + k * (p_lo * p_lo + q_lo * q_lo) / 2) / 2
-        if 1 - p_hi - q_hi < 0:  # cannot happen: p_hi, q_hi <= c^2 and 1 - 2 c^2 > 0; kept as a guard
+        if (
+            1 - p_hi - q_hi < 0
+        ):  # cannot happen: p_hi, q_hi <= c^2 and 1 - 2 c^2 > 0; kept as a guard
             bound = Fraction(0)
         if bound >= attained - tol:
             lower = bound if lower is None else min(lower, bound)
@@ -456,8 +495,13 @@ def depth_two_certified(points: torch.Tensor) -> int:
     return worst
 
 
-def depth_upper_bound(points: torch.Tensor, *, restarts: int = 256, steps: int = 300,
-                      generator: torch.Generator | None = None) -> tuple[int, torch.Tensor]:
+def depth_upper_bound(
+    points: torch.Tensor,
+    *,
+    restarts: int = 256,
+    steps: int = 300,
+    generator: torch.Generator | None = None,
+) -> tuple[int, torch.Tensor]:
     r"""An upper bound on the Tukey depth of 0 in ``points [N, m]``: a query with few non-negative scores.
 
     Minimises the smooth count :math:`\sum_j \sigma(\beta \langle p_j, \theta\rangle / \lVert\theta\rVert)`
@@ -487,7 +531,9 @@ def depth_upper_bound(points: torch.Tensor, *, restarts: int = 256, steps: int =
         raise TypeError(f"restarts and steps must be integers, got {restarts!r}, {steps!r}")
     if restarts < 1 or steps < 0:
         raise ValueError(f"restarts must be >= 1 and steps >= 0, got {restarts}, {steps}")
-    th = torch.randn(restarts, P.shape[1], generator=generator, dtype=torch.float64).requires_grad_(True)
+    th = torch.randn(restarts, P.shape[1], generator=generator, dtype=torch.float64).requires_grad_(
+        True
+    )
     opt = torch.optim.Adam([th], lr=0.05)
     for it in range(steps):
         beta = 5 + 45 * it / max(steps, 1)
@@ -497,6 +543,8 @@ def depth_upper_bound(points: torch.Tensor, *, restarts: int = 256, steps: int =
         opt.step()
     with torch.no_grad():
         s = (th @ P.T) / th.norm(dim=-1, keepdim=True)
-        count = (s >= -1e-9).sum(-1)  # scores in [-1e-9, 0) are counted as non-negative: an upper bound
+        count = (s >= -1e-9).sum(
+            -1
+        )  # scores in [-1e-9, 0) are counted as non-negative: an upper bound
     i = int(count.argmin())
     return int(count[i]), th[i].detach().clone()

@@ -39,7 +39,9 @@ def _check_inputs(x, V, theta, theta_tilde, support) -> tuple[int, int]:
     if d > MAX_POSITIONS:
         raise ValueError(f"V has d={d} rows; the schematic draws at most {MAX_POSITIONS} positions")
     if V.dim() != 2:
-        raise ValueError(f"V must be one matrix of shape [d, m] (no batch), got shape {tuple(V.shape)}")
+        raise ValueError(
+            f"V must be one matrix of shape [d, m] (no batch), got shape {tuple(V.shape)}"
+        )
     check_query("theta", theta, m, like=V)
     check_query("theta_tilde", theta_tilde, m, like=V)
     if theta.dim() != 1 or theta_tilde.dim() != 1:
@@ -52,7 +54,9 @@ def _check_inputs(x, V, theta, theta_tilde, support) -> tuple[int, int]:
     if support is not None:
         check_support(support, d)
         if support.dim() != 1:
-            raise ValueError(f"support must have shape [2] (no batch), got shape {tuple(support.shape)}")
+            raise ValueError(
+                f"support must have shape [2] (no batch), got shape {tuple(support.shape)}"
+            )
     return d, m
 
 
@@ -114,19 +118,47 @@ def draw_two_head_model(
     ax.grid(False)
 
     def box(cx, cy, text, *, w, h, color="k", face="white", size=11, weight="normal"):
-        ax.add_patch(FancyBboxPatch((cx - w / 2, cy - h / 2), w, h, boxstyle="round,pad=0.04,rounding_size=0.12",
-                                    fc=face, ec=color, lw=1.4, zorder=3))
-        ax.text(cx, cy, text, ha="center", va="center", fontsize=size, color="k", zorder=4, fontweight=weight)
+        ax.add_patch(
+            FancyBboxPatch(
+                (cx - w / 2, cy - h / 2),
+                w,
+                h,
+                boxstyle="round,pad=0.04,rounding_size=0.12",
+                fc=face,
+                ec=color,
+                lw=1.4,
+                zorder=3,
+            )
+        )
+        ax.text(
+            cx,
+            cy,
+            text,
+            ha="center",
+            va="center",
+            fontsize=size,
+            color="k",
+            zorder=4,
+            fontweight=weight,
+        )
 
     targets = set() if support is None else {int(t) for t in support}
-    ys = [d - 0.5 - i for i in range(d)]   # position i from top to bottom
+    ys = [d - 0.5 - i for i in range(d)]  # position i from top to bottom
     x_key, x_bit, x_head, x_out = 0.55, 2.0, 5.5, 8.85
     head_y = [d * 0.78, d * 0.22]
     for i, yi in enumerate(ys):
         face = "#fde2e2" if i in targets else "white"
         box(x_key, yi, rf"$v_{{{i + 1}}}$", w=0.8, h=0.62, color=FROZEN, face="0.93", size=10)
         box(x_bit, yi, f"${int(x[i]):+d}$", w=0.9, h=0.62, face=face, size=11)
-    ax.text(x_key, d + 0.25, f"keys\n(frozen, $S^{{{m - 1}}}$)", ha="center", va="bottom", fontsize=9, color=FROZEN)
+    ax.text(
+        x_key,
+        d + 0.25,
+        f"keys\n(frozen, $S^{{{m - 1}}}$)",
+        ha="center",
+        va="bottom",
+        fontsize=9,
+        color=FROZEN,
+    )
     ax.text(x_bit, d + 0.25, "bits $x_i$\n(values)", ha="center", va="bottom", fontsize=9)
 
     weights = [gamma.tolist(), gamma_tilde.tolist()]
@@ -135,21 +167,60 @@ def draw_two_head_model(
         color = HEAD_COLORS[k]
         for i, yi in enumerate(ys):
             w = weights[k][i]
-            ax.plot([x_bit + 0.47, x_head - 1.3], [yi, head_y[k]], color=color, lw=0.3 + 9.0 * w,
-                    alpha=0.75, solid_capstyle="round", zorder=1)
+            ax.plot(
+                [x_bit + 0.47, x_head - 1.3],
+                [yi, head_y[k]],
+                color=color,
+                lw=0.3 + 9.0 * w,
+                alpha=0.75,
+                solid_capstyle="round",
+                zorder=1,
+            )
         query, weight = names[k]
-        box(x_head, head_y[k], f"head {k + 1}\n{weight}$=$softmax$(V${query}$)$\n"
-            f"{weight}$\\cdot x = {outputs[k]:+.2f}$", w=2.6, h=1.35, color=color, size=9.5)
+        box(
+            x_head,
+            head_y[k],
+            f"head {k + 1}\n{weight}$=$softmax$(V${query}$)$\n"
+            f"{weight}$\\cdot x = {outputs[k]:+.2f}$",
+            w=2.6,
+            h=1.35,
+            color=color,
+            size=9.5,
+        )
         dy = 0.95 if k == 0 else -0.95
-        ax.annotate(f"query {query}\n(learnable)", xy=(x_head, head_y[k] + dy * 0.72),
-                    xytext=(x_head, head_y[k] + dy * 1.45), ha="center", va="center", fontsize=9,
-                    color=color, arrowprops=dict(arrowstyle="->", color=color, lw=1.2))
-        ax.annotate("", xy=(x_out - 1.22, d / 2 + (0.3 if k == 0 else -0.3)),
-                    xytext=(x_head + 1.34, head_y[k]), arrowprops=dict(arrowstyle="->", color=color, lw=1.4))
+        ax.annotate(
+            f"query {query}\n(learnable)",
+            xy=(x_head, head_y[k] + dy * 0.72),
+            xytext=(x_head, head_y[k] + dy * 1.45),
+            ha="center",
+            va="center",
+            fontsize=9,
+            color=color,
+            arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2},
+        )
+        ax.annotate(
+            "",
+            xy=(x_out - 1.22, d / 2 + (0.3 if k == 0 else -0.3)),
+            xytext=(x_head + 1.34, head_y[k]),
+            arrowprops={"arrowstyle": "->", "color": color, "lw": 1.4},
+        )
     label = "" if support is None else f"\n$y = {int(-x[min(targets)] * x[max(targets)]):+d}$"
-    box(x_out, d / 2, r"$f(x) =$" + "\n" + r"$-(\gamma\cdot x)(\tilde\gamma\cdot x)$" + f"\n$= {f:+.2f}$" + label,
-        w=2.3, h=1.9 if support is not None else 1.5, size=9.5)
+    box(
+        x_out,
+        d / 2,
+        r"$f(x) =$" + "\n" + r"$-(\gamma\cdot x)(\tilde\gamma\cdot x)$" + f"\n$= {f:+.2f}$" + label,
+        w=2.3,
+        h=1.9 if support is not None else 1.5,
+        size=9.5,
+    )
     if targets:
-        ax.text(x_bit, -0.75, r"shaded: the support $i^*, j^*$", ha="center", va="center", fontsize=8.5)
-    ax.schematic = {"gamma": gamma.tolist(), "gamma_tilde": gamma_tilde.tolist(), "head_outputs": outputs, "f": f}
+        ax.text(
+            x_bit, -0.75, r"shaded: the support $i^*, j^*$", ha="center", va="center", fontsize=8.5
+        )
+    ax.schematic = {
+        "gamma": gamma.tolist(),
+        "gamma_tilde": gamma_tilde.tolist(),
+        "head_outputs": outputs,
+        "f": f,
+    }
     return fig

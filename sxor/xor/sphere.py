@@ -97,4 +97,8 @@ def typical_max_inner_product(num_pairs: int, m: int) -> float:
     _check_m(m)
     num_pairs = check_int("num_pairs", num_pairs, 1)
     target = math.log(2) / num_pairs
-    return float(mpmath.findroot(lambda s: inner_product_tail(float(s), m) - target, (1e-9, 1 - 1e-12), solver="bisect"))
+    return float(
+        mpmath.findroot(
+            lambda s: inner_product_tail(float(s), m) - target, (1e-9, 1 - 1e-12), solver="bisect"
+        )
+    )

@@ -15,9 +15,18 @@ overflows, so it is exact on every backend.
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
-from .checks import check_device, check_embeddings, check_int, check_memory, check_query, check_support
+from .checks import (
+    check_device,
+    check_embeddings,
+    check_int,
+    check_memory,
+    check_query,
+    check_support,
+)
 from .model import attention_kind, scores
 
 _MASK32 = 0xFFFFFFFF
@@ -49,7 +58,9 @@ def _byte_table(dtype: torch.dtype, device) -> torch.Tensor:
 def _check_keys(keys: torch.Tensor, device) -> torch.Tensor:
     keys = torch.as_tensor(keys, device=device)
     if keys.dim() != 1 or keys.is_floating_point() or keys.dtype == torch.bool:
-        raise ValueError(f"keys must be a 1-d integer tensor, got shape {tuple(keys.shape)} and dtype {keys.dtype}")
+        raise ValueError(
+            f"keys must be a 1-d integer tensor, got shape {tuple(keys.shape)} and dtype {keys.dtype}"
+        )
     if bool((keys < 0).any()) or bool((keys > _MASK32).any()):
         raise ValueError("keys must lie in [0, 2^32)")
     return keys.to(torch.int64)
@@ -66,9 +77,11 @@ def stream_length(d: int) -> int:
 def _check_range(start: object, count: object, d: int) -> tuple[int, int]:
     start, count = check_int("start", start, 0), check_int("count", count, 1)
     if start + count > stream_length(d):
-        raise ValueError(f"samples start .. start + count - 1 = {start} .. {start + count - 1} reach beyond the "
-                         f"stream's length 2^32 / ceil(d / 32) = {stream_length(d)} at d = {d} (they would repeat "
-                         "its first samples)")
+        raise ValueError(
+            f"samples start .. start + count - 1 = {start} .. {start + count - 1} reach beyond the "
+            f"stream's length 2^32 / ceil(d / 32) = {stream_length(d)} at d = {d} (they would repeat "
+            "its first samples)"
+        )
     return start, count
 
 
@@ -77,7 +90,9 @@ def stream_bytes(keys: torch.Tensor, start: int, count: int, d: int) -> torch.Te
     bytes: ``[S, count, 4 W]`` int64 in ``[0, 256)``, ``W = ceil(d / 32)``; bit ``i`` of byte ``j``
     is coordinate ``8 j + i`` (coordinates ``>= d`` are padding). ``x = 1 - 2 bit``."""
     words = -(-d // 32)
-    counter = torch.arange(start * words, (start + count) * words, device=keys.device, dtype=torch.int64)
+    counter = torch.arange(
+        start * words, (start + count) * words, device=keys.device, dtype=torch.int64
+    )
     base = hash32(keys).unsqueeze(-1)  # [S, 1]
     w = hash32(base + _mul32(counter & _MASK32, _GOLDEN).unsqueeze(0))  # [S, count * words]
     shifts = torch.arange(0, 32, 8, device=keys.device)
@@ -112,7 +127,9 @@ def stream_inputs(
     device = check_device("device", device)
     keys = _check_keys(keys, device)
     words = -(-d // 32)
-    check_memory("stream_inputs(keys, start, count, d)", (len(keys), count, 32 * words, 8), torch.int64)
+    check_memory(
+        "stream_inputs(keys, start, count, d)", (len(keys), count, 32 * words, 8), torch.int64
+    )
     byte = stream_bytes(keys, start, count, d)  # [S, count, 4W]
     signs = _byte_table(dtype, keys.device)[byte]  # [S, count, 4W, 8]
     return signs.reshape(len(keys), count, 32 * words)[..., :d]
@@ -145,13 +162,22 @@ def stream_empirical_grads(
     check_query("theta_tilde", theta_tilde, m)
     check_support(support, d)
     S = V.shape[0]
-    if V.dim() != 3 or theta.shape != (S, m) or theta_tilde.shape != (S, m) or support.shape != (S, 2):
-        raise ValueError("need V [S, d, m], theta and theta_tilde [S, m], support [S, 2] with one S")
+    if (
+        V.dim() != 3
+        or theta.shape != (S, m)
+        or theta_tilde.shape != (S, m)
+        or support.shape != (S, 2)
+    ):
+        raise ValueError(
+            "need V [S, d, m], theta and theta_tilde [S, m], support [S, 2] with one S"
+        )
     if not isinstance(ns, (list, tuple)):
         raise ValueError(f"ns must be a list of sample sizes, got {type(ns).__name__}")
     ns = [check_int(f"ns[{i}]", n, 1) for i, n in enumerate(ns)]
-    if not ns or any(b <= a for a, b in zip(ns, ns[1:])):
-        raise ValueError(f"ns must be a non-empty strictly increasing list of positive integers, got {ns}")
+    if not ns or any(b <= a for a, b in itertools.pairwise(ns)):
+        raise ValueError(
+            f"ns must be a non-empty strictly increasing list of positive integers, got {ns}"
+        )
     block = check_int("block", block, 1)
     start, _ = _check_range(start, ns[-1], d)
     keys = _check_keys(keys, V.device)
@@ -167,8 +193,14 @@ def stream_empirical_grads(
     signs = _byte_table(V.dtype, V.device)  # [256, 8]
     padded = torch.zeros(S, 8 * nb, 2, dtype=V.dtype, device=V.device)
     padded[:, :d, 0], padded[:, :d, 1] = g, h
-    table = (padded.reshape(S, nb, 8, 2).transpose(-1, -2) @ signs.T).transpose(-1, -2).reshape(S * nb * 256, 2)
-    offset = (torch.arange(S, device=V.device).view(S, 1, 1) * nb + torch.arange(nb, device=V.device)) * 256
+    table = (
+        (padded.reshape(S, nb, 8, 2).transpose(-1, -2) @ signs.T)
+        .transpose(-1, -2)
+        .reshape(S * nb * 256, 2)
+    )
+    offset = (
+        torch.arange(S, device=V.device).view(S, 1, 1) * nb + torch.arange(nb, device=V.device)
+    ) * 256
     a, b = support[:, 0:1], support[:, 1:2]  # [S, 1]
     total = torch.zeros(S, 2, nb, 256, dtype=V.dtype, device=V.device)
     du = []
@@ -179,14 +211,18 @@ def stream_empirical_grads(
         count = byte.shape[1]
         flat = (byte + offset).reshape(-1)  # [S * count * nb]
         proj = table[flat].reshape(S, count, nb, 2).sum(2)  # (g . x_k, h . x_k), [S, count, 2]
-        bit = lambda p: (byte.gather(-1, (p // 8).expand(S, count).unsqueeze(-1)).squeeze(-1) >> (p % 8)) & 1  # noqa: E731
+        bit = lambda p: (
+            (byte.gather(-1, (p // 8).expand(S, count).unsqueeze(-1)).squeeze(-1) >> (p % 8)) & 1
+        )
         y = -(1 - 2 * bit(a)) * (1 - 2 * bit(b))
         residual = -proj[..., 0] * proj[..., 1] - y
         # dL/dg collects -r (h . x) x and dL/dh collects -r (g . x) x.
         weights = -(residual.unsqueeze(-1) * proj.flip(-1))  # [S, count, 2]
         for head in range(2):
             w = weights[..., head].unsqueeze(-1).expand(S, count, nb).reshape(-1)
-            total[:, head] += torch.bincount(flat, weights=w, minlength=S * nb * 256).reshape(S, nb, 256)
+            total[:, head] += torch.bincount(flat, weights=w, minlength=S * nb * 256).reshape(
+                S, nb, 256
+            )
 
     for lo in range(0, ns[-1], block):
         stop = min(lo + block, ns[-1])
@@ -195,11 +231,11 @@ def stream_empirical_grads(
         while pending and pending[0] <= stop:
             n = pending.pop(0)
             if n > cut:
-                accumulate(byte[:, cut - lo:n - lo])
+                accumulate(byte[:, cut - lo : n - lo])
             du.append((total @ signs).reshape(S, 2, 8 * nb)[..., :d] / n)
             cut = n
         if cut < stop:
-            accumulate(byte[:, cut - lo:])
+            accumulate(byte[:, cut - lo :])
     du = torch.stack(du)  # [len(ns), S, 2, d]
     Vt = V.transpose(-1, -2)
     r = phi.pullback(s, g, du[:, :, 0])

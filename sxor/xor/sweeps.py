@@ -13,12 +13,14 @@ of different ``m`` share their randomness.
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import torch
-from ..progress import progress
 
+from ..progress import progress
 from .checks import check_dims
 from .data import random_support, sphere_embeddings
 
@@ -60,7 +62,9 @@ def random_instances(
     return Instances(V, theta0, support)
 
 
-def chunk_size(d: int, m: int, *, dtype: torch.dtype = torch.float64, budget_bytes: float = 2e9) -> int:
+def chunk_size(
+    d: int, m: int, *, dtype: torch.dtype = torch.float64, budget_bytes: float = 2e9
+) -> int:
     """How many instances fit in ``budget_bytes``: ``V`` dominates, and one step holds about four
     ``[d, m]``-sized temporaries per instance (V, its transpose product, the generator draws)."""
     per_instance = 4 * d * m * torch.finfo(dtype).bits // 8
@@ -95,13 +99,17 @@ def sweep(
     results: dict[str, torch.Tensor] = {}
     total = math.ceil(num_seeds / size)
     for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={m}"):
-        batch = random_instances(len(block), d, m, seed=seed + block.start, dtype=dtype, device=device)
+        batch = random_instances(
+            len(block), d, m, seed=seed + block.start, dtype=dtype, device=device
+        )
         _store(results, measure(batch), block, num_seeds)
         del batch
     return results
 
 
-def _store(results: dict[str, torch.Tensor], values: dict[str, torch.Tensor], block: range, num: int) -> None:
+def _store(
+    results: dict[str, torch.Tensor], values: dict[str, torch.Tensor], block: range, num: int
+) -> None:
     """Copy one chunk's per-instance ``values`` into rows ``block`` of ``results`` (CPU tensors of
     ``num`` rows, allocated at the first chunk): nothing a later chunk allocates outlives it, so
     the allocator reuses the same memory for every chunk and the peak does not creep up with the
@@ -110,7 +118,7 @@ def _store(results: dict[str, torch.Tensor], values: dict[str, torch.Tensor], bl
         dest = results.get(key)
         if dest is None:
             dest = results[key] = torch.empty(num, *value.shape[1:], dtype=value.dtype)
-        dest[block.start:block.stop].copy_(value.detach())
+        dest[block.start : block.stop].copy_(value.detach())
 
 
 class NestedInstances(NamedTuple):
@@ -141,7 +149,9 @@ class ScaledInstances(NamedTuple):
 
     def dense(self) -> Instances:
         """The same instances with ``V [S, d, m]`` materialised (for checks and small sizes)."""
-        return Instances(self.Z.transpose(-1, -2) * self.scale.unsqueeze(-1), self.theta0, self.support)
+        return Instances(
+            self.Z.transpose(-1, -2) * self.scale.unsqueeze(-1), self.theta0, self.support
+        )
 
 
 def nested_instances(
@@ -173,7 +183,9 @@ def nested_instances(
     # Each instance has its own generator, so instances can be drawn on several threads at once
     # (torch releases the GIL while it draws) with the same numbers: on the CPU, when the draws
     # are large enough to be worth a thread, one contiguous range of instances per torch thread.
-    threads = min(torch.get_num_threads(), num) if device.type == "cpu" and m_max * d >= 2**16 else 1
+    threads = (
+        min(torch.get_num_threads(), num) if device.type == "cpu" and m_max * d >= 2**16 else 1
+    )
     if threads <= 1:
         draw(range(num))
     else:
@@ -181,7 +193,7 @@ def nested_instances(
 
         bounds = [num * t // threads for t in range(threads + 1)]
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(draw, [range(a, b) for a, b in zip(bounds, bounds[1:])]))
+            list(pool.map(draw, [range(a, b) for a, b in itertools.pairwise(bounds)]))
     return NestedInstances(Z, z_theta, support)
 
 
@@ -194,7 +206,9 @@ def _accumulate_sq_norms(Z: torch.Tensor, acc: torch.Tensor, start: int, stop: i
     return acc
 
 
-def at_m(nested: NestedInstances, m: int, *, sq_norms: torch.Tensor | None = None) -> ScaledInstances:
+def at_m(
+    nested: NestedInstances, m: int, *, sq_norms: torch.Tensor | None = None
+) -> ScaledInstances:
     """The instances at embedding dimension ``m``: the first ``m`` columns, rows normalised.
     ``sq_norms`` (the rows' squared norms over the first ``m`` columns, ``[S, d]``, summed by
     ``_accumulate_sq_norms``) may be passed when the caller accumulates them over increasing ``m``."""
@@ -237,8 +251,12 @@ def sweep_m(
     size = max(1, int(budget_bytes // (2 * d * m_max * torch.finfo(dtype).bits // 8)))
     results: dict[int, dict[str, torch.Tensor]] = {m: {} for m in ms}
     total = math.ceil(num_seeds / size)
-    for block in progress(chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={ms[0]}..{ms[-1]}"):
-        nested = nested_instances(len(block), d, m_max, seed=seed + block.start, dtype=dtype, device=device)
+    for block in progress(
+        chunks(num_seeds, size), total=total, desc=desc or f"d={d}, m={ms[0]}..{ms[-1]}"
+    ):
+        nested = nested_instances(
+            len(block), d, m_max, seed=seed + block.start, dtype=dtype, device=device
+        )
         sq_norms, done = torch.zeros(len(block), d, dtype=dtype, device=nested.Z.device), 0
         for m in ms:
             _accumulate_sq_norms(nested.Z, sq_norms, done, m)

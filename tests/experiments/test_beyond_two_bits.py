@@ -6,7 +6,12 @@ import pytest
 import torch
 
 import sxor
-from sxor.experiments.beyond_two_bits import PERMUTATION_RATE, collisions, seeds_to_separate, two_bit_one_step
+from sxor.experiments.beyond_two_bits import (
+    PERMUTATION_RATE,
+    collisions,
+    seeds_to_separate,
+    two_bit_one_step,
+)
 from sxor.xor.kparity import parity_labels, parity_predict
 
 
@@ -15,7 +20,7 @@ def test_seeds_to_separate_matches_the_normal_approximation_and_grows_near_p0():
     assert seeds_to_separate(0.1) == 77
     assert seeds_to_separate(0.27) > 500 > seeds_to_separate(0.4)
     assert seeds_to_separate(0.25, power=0.9) > seeds_to_separate(0.25, power=0.8)
-    assert PERMUTATION_RATE == pytest.approx(6 / 27)
+    assert pytest.approx(6 / 27) == PERMUTATION_RATE
     with pytest.raises(ValueError):
         seeds_to_separate(PERMUTATION_RATE)
     with pytest.raises(ValueError):

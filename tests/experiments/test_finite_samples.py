@@ -12,7 +12,7 @@ import torch
 
 from sxor.experiments import finite_samples as fs
 from sxor.xor.data import sparse_xor_labels
-from sxor.xor.dynamics import empirical_grad, first_success, minibatch_sgd, sample_batch
+from sxor.xor.dynamics import empirical_grad, minibatch_sgd
 from sxor.xor.streams import hash32, stream_bytes, stream_empirical_grads, stream_inputs
 from sxor.xor.sweeps import random_instances
 
@@ -36,8 +36,12 @@ def test_streams_are_nested_and_independent_of_the_chunking():
     assert x.shape == (3, 500, 37) and set(x.unique().tolist()) == {-1.0, 1.0}
     assert torch.equal(x[:, :200], stream_inputs(keys, 0, 200, 37))
     assert torch.equal(x[:, 123:456], stream_inputs(keys, 123, 333, 37))
-    assert torch.equal(x[1:2], stream_inputs(keys[1:2], 0, 500, 37))  # one instance alone: same stream
-    assert torch.equal(x[:, :, :33], stream_inputs(keys, 0, 500, 33))  # same number of words: first d bits
+    assert torch.equal(
+        x[1:2], stream_inputs(keys[1:2], 0, 500, 37)
+    )  # one instance alone: same stream
+    assert torch.equal(
+        x[:, :, :33], stream_inputs(keys, 0, 500, 33)
+    )  # same number of words: first d bits
 
 
 def test_streams_look_like_fair_independent_bits():
@@ -72,11 +76,15 @@ def test_streamed_gradients_equal_the_dense_empirical_gradient_at_every_n(d):
     keys = torch.arange(4) + 11
     inst = random_instances(4, d, 6, seed=2)
     ns = [1, 7, 100, 333, 1000]
-    grads = stream_empirical_grads(keys, ns, inst.V, inst.theta0, -inst.theta0, inst.support, block=64)
+    grads = stream_empirical_grads(
+        keys, ns, inst.V, inst.theta0, -inst.theta0, inst.support, block=64
+    )
     x_all = stream_inputs(keys, 0, ns[-1], d)
     for i, n in enumerate(ns):
         x = x_all[:, :n]
-        ref = empirical_grad(x, sparse_xor_labels(x, inst.support), inst.V, inst.theta0, -inst.theta0)
+        ref = empirical_grad(
+            x, sparse_xor_labels(x, inst.support), inst.V, inst.theta0, -inst.theta0
+        )
         for got, want in zip(grads, ref):
             torch.testing.assert_close(got[i], want, atol=1e-15, rtol=1e-10)
 
@@ -84,9 +92,13 @@ def test_streamed_gradients_equal_the_dense_empirical_gradient_at_every_n(d):
 def test_streamed_gradient_of_a_minibatch_uses_the_later_samples():
     keys = torch.tensor([1, 2])
     inst = random_instances(2, 16, 5)
-    g, gt = stream_empirical_grads(keys, [50], inst.V, inst.theta0, inst.theta0 * 0.5, inst.support, start=70)
+    g, gt = stream_empirical_grads(
+        keys, [50], inst.V, inst.theta0, inst.theta0 * 0.5, inst.support, start=70
+    )
     x = stream_inputs(keys, 70, 50, 16)
-    ref = empirical_grad(x, sparse_xor_labels(x, inst.support), inst.V, inst.theta0, inst.theta0 * 0.5)
+    ref = empirical_grad(
+        x, sparse_xor_labels(x, inst.support), inst.V, inst.theta0, inst.theta0 * 0.5
+    )
     torch.testing.assert_close(g[0], ref[0], atol=1e-15, rtol=1e-10)
     torch.testing.assert_close(gt[0], ref[1], atol=1e-15, rtol=1e-10)
 
@@ -94,9 +106,13 @@ def test_streamed_gradient_of_a_minibatch_uses_the_later_samples():
 def test_streamed_gradient_bad_input():
     inst = random_instances(2, 16, 5)
     with pytest.raises(ValueError, match="increasing"):
-        stream_empirical_grads(torch.tensor([1, 2]), [10, 10], inst.V, inst.theta0, -inst.theta0, inst.support)
+        stream_empirical_grads(
+            torch.tensor([1, 2]), [10, 10], inst.V, inst.theta0, -inst.theta0, inst.support
+        )
     with pytest.raises(ValueError, match="one key per instance"):
-        stream_empirical_grads(torch.tensor([1]), [10], inst.V, inst.theta0, -inst.theta0, inst.support)
+        stream_empirical_grads(
+            torch.tensor([1]), [10], inst.V, inst.theta0, -inst.theta0, inst.support
+        )
 
 
 def test_minibatch_sgd_on_streams_reads_consecutive_batches():
@@ -112,11 +128,15 @@ def test_minibatch_sgd_on_streams_reads_consecutive_batches():
         theta, theta_tilde = theta - eta * g, theta_tilde - eta * gt
     from sxor.xor.population import population_loss
 
-    torch.testing.assert_close(run.loss[-1], population_loss(inst.V, theta, theta_tilde, inst.support))
+    torch.testing.assert_close(
+        run.loss[-1], population_loss(inst.V, theta, theta_tilde, inst.support)
+    )
     with pytest.raises(ValueError, match="keys"):
         minibatch_sgd(inst.V, inst.theta0, inst.support, eta, 32, 2, keys=keys[:2])
     with pytest.raises(ValueError, match="keys"):
-        minibatch_sgd(inst.V, inst.theta0, inst.support, eta, 32, 2, keys=keys, generator=torch.Generator())
+        minibatch_sgd(
+            inst.V, inst.theta0, inst.support, eta, 32, 2, keys=keys, generator=torch.Generator()
+        )
 
 
 def test_embedding_dim_grows_like_log_d_and_stays_below_d():
@@ -170,7 +190,11 @@ def test_censored_quantile_is_defined_only_below_the_censored_fraction():
 
 
 def test_n_star_table_conditions_on_the_population_step():
-    recs = [_record([0, 0, 0, 0]), _record([1, 1, 1, 1], population_mode=2), _record([1, 0, 0, 0], d=32)]
+    recs = [
+        _record([0, 0, 0, 0]),
+        _record([1, 1, 1, 1], population_mode=2),
+        _record([1, 0, 0, 0], d=32),
+    ]
     assert {d: v.tolist() for d, v in fs.n_star_table(recs).items()} == {16: [10.0], 32: [20.0]}
     assert len(fs.n_star_table(recs, condition=False)[16]) == 2
 
@@ -198,8 +222,15 @@ def test_fit_power_law():
 
 
 def test_last_failure_modes_and_mode_fractions():
-    recs = [_record([2, 0, 0, 0]), _record([1, 1, 0, 0]), _record([0, 0, 0, 0]), _record([3, 3, 3, 3], population_mode=1)]
-    assert fs.last_failure_modes(recs) == {16: {"off_target": 1, "same_target": 1, "under_stepped": 0}}
+    recs = [
+        _record([2, 0, 0, 0]),
+        _record([1, 1, 0, 0]),
+        _record([0, 0, 0, 0]),
+        _record([3, 3, 3, 3], population_mode=1),
+    ]
+    assert fs.last_failure_modes(recs) == {
+        16: {"off_target": 1, "same_target": 1, "under_stepped": 0}
+    }
     ns, frac = fs.mode_fractions_by_n(recs, 16)
     assert ns.tolist() == [10, 20, 40, 80] and np.allclose(frac.sum(-1), 1)
     assert np.allclose(frac[0], [1 / 3, 1 / 3, 1 / 3, 0])
@@ -211,16 +242,24 @@ def test_one_step_with_many_samples_agrees_with_the_population_step():
     keys = torch.tensor([fs.stream_key(d, k) for k in range(12)])
     codes = fs.one_step_modes(inst.V, inst.theta0, inst.support, keys, [16, 2**15])
     pop = fs.population_modes(inst.V, inst.theta0, inst.support)
-    assert (codes[-1] == pop).float().mean() >= 10 / 12  # 128 d^2 samples: nearly the population step
-    assert (codes[0] == 0).float().mean() < (codes[-1] == 0).float().mean()  # 16 samples: much worse
+    assert (
+        codes[-1] == pop
+    ).float().mean() >= 10 / 12  # 128 d^2 samples: nearly the population step
+    assert (codes[0] == 0).float().mean() < (
+        codes[-1] == 0
+    ).float().mean()  # 16 samples: much worse
 
 
 def test_sgd_configs_and_steps_to_rate():
     cfgs = fs.sgd_configs(256)  # every c lambda d >= 1 (256 / 256 = 1): no two c share a batch
     assert len(cfgs) == len(fs.SGD_LAMBDAS) * len(fs.SGD_BATCH_PER_STEP)
     rule = fs.SGD_STEP_RULE
-    assert all(b * t <= rule["max_samples_over_d"] * 256 and t <= rule["max_steps"] for _, b, t in cfgs)
-    assert all(t >= min(rule["min_steps"], rule["max_samples_over_d"] * 256 // b) for _, b, t in cfgs)
+    assert all(
+        b * t <= rule["max_samples_over_d"] * 256 and t <= rule["max_steps"] for _, b, t in cfgs
+    )
+    assert all(
+        t >= min(rule["min_steps"], rule["max_samples_over_d"] * 256 // b) for _, b, t in cfgs
+    )
     small = fs.sgd_configs(16)  # at d = 16, small lambda: several c give B = 1
     assert len(small) == len(set(small)) < len(fs.SGD_LAMBDAS) * len(fs.SGD_BATCH_PER_STEP)
     assert fs.steps_to_rate([1, 2, 3, 4, -1]) == 4  # 80% of 5 have succeeded by step 4
@@ -238,17 +277,27 @@ def test_sgd_steps_follow_the_rule():
     with pytest.raises(ValueError):
         fs.sgd_steps(0.1, -1, 16)
     assert fs.refine_configs(16, [(1 / 64, 2), (1 / 64, 4), (1 / 32, 2)]) == [
-        (1 / 64, 1, 256), (1 / 32, 1, 128)]  # c = 2 and 4 at lambda = 1/64, d = 16: both B = 1
+        (1 / 64, 1, 256),
+        (1 / 32, 1, 128),
+    ]  # c = 2 and 4 at lambda = 1/64, d = 16: both B = 1
 
 
 def _sgd(d, lam, batch, steps, first):
-    return {"d": d, "lambda": lam, "batch": batch, "steps": steps, "config": f"l={lam}, B={batch}",
-            "first_success": first}
+    return {
+        "d": d,
+        "lambda": lam,
+        "batch": batch,
+        "steps": steps,
+        "config": f"l={lam}, B={batch}",
+        "first_success": first,
+    }
 
 
 def test_sgd_optimum_position_finds_edges_and_runs_cut_short():
-    recs = [_sgd(32, lam, b, 100, [t] * 5) for lam, b, t in
-            [(0.5, 2, 10), (0.5, 4, 4), (0.5, 8, 3), (0.25, 4, 9), (1.0, 4, 8)]]  # best: lambda 0.5, B 4, N 16
+    recs = [
+        _sgd(32, lam, b, 100, [t] * 5)
+        for lam, b, t in [(0.5, 2, 10), (0.5, 4, 4), (0.5, 8, 3), (0.25, 4, 9), (1.0, 4, 8)]
+    ]  # best: lambda 0.5, B 4, N 16
     pos = fs.sgd_optimum_position(recs, 32)
     assert pos["n"] == 16 and pos["lambda"] == 0.5 and pos["batch"] == 4 and pos["steps_used"] == 4
     assert not pos["lambda_edge"] and not pos["batch_edge"] and pos["cut_short"] == []
@@ -273,12 +322,23 @@ def test_bootstrap_with_a_cap_drops_no_resample():
     with pytest.raises(ValueError, match="censored"):
         fs.bootstrap_exponent(table, 0.95, num=10)  # the 95% quantile lies above the cap
     bound = fs.bootstrap_exponent(table, 0.95, num=100, cap=cap)  # a bound: the cap itself, d^2
-    assert bound["undefined"] == 0 and bound["at_cap"] == 100 and bound["point_at_cap"] == [16, 32, 64, 128]
-    assert bound["exponent"] == pytest.approx(2.0) and bound["quantile"] == [cap[d] for d in sorted(cap)]
+    assert (
+        bound["undefined"] == 0
+        and bound["at_cap"] == 100
+        and bound["point_at_cap"] == [16, 32, 64, 128]
+    )
+    assert bound["exponent"] == pytest.approx(2.0) and bound["quantile"] == [
+        cap[d] for d in sorted(cap)
+    ]
     free = fs.bootstrap_exponent(table, 0.9, num=300)  # near the cap: some resamples censored
     capped = fs.bootstrap_exponent(table, 0.9, num=300, cap=cap)
-    assert free["undefined"] > 0 and capped["undefined"] == 0 and capped["at_cap"] == free["undefined"]
-    assert capped["exponent"] == free["exponent"] and capped["exponent_low"] < 2 < capped["exponent_high"]
+    assert (
+        free["undefined"] > 0 and capped["undefined"] == 0 and capped["at_cap"] == free["undefined"]
+    )
+    assert (
+        capped["exponent"] == free["exponent"]
+        and capped["exponent_low"] < 2 < capped["exponent_high"]
+    )
     with pytest.raises(ValueError, match="cap"):
         fs.bootstrap_exponent(table, 0.5, num=10, cap={16: 1.0})
 
@@ -290,7 +350,11 @@ def test_n_star_on_a_cut_grid():
     with pytest.raises(ValueError, match="no grid"):
         fs.n_star_capped(r, 1 / 256)
     recs = [r, _record([0, 0, 0, 0]), _record([1, 1, 1, 1], population_mode=2)]
-    assert {d: v.tolist() for d, v in fs.capped_table(recs, 40 / 256).items()} == {16: [math.inf, 10.0]}
+    assert {d: v.tolist() for d, v in fs.capped_table(recs, 40 / 256).items()} == {
+        16: [math.inf, 10.0]
+    }
+
+
 def test_sgd_best_and_bootstrap_recover_a_known_law():
     recs = []
     for d in (16, 32, 64):
@@ -315,7 +379,10 @@ def test_plots_draw_labelled_figures():
         for k in range(20):
             modes = [1] * (k % 5) + [0] * (8 - k % 5)
             recs.append({**_record(modes, ns=[d * 2**i for i in range(8)], d=d), "instance": k})
-    sgd = [{"d": d, "batch": d, "config": "B=d", "first_success": [3, 4, 5, 2, -1] * 4} for d in (16, 32, 64)]
+    sgd = [
+        {"d": d, "batch": d, "config": "B=d", "first_success": [3, 4, 5, 2, -1] * 4}
+        for d in (16, 32, 64)
+    ]
     for fig in (fs.plot_n_star({"records": recs}), fs.plot_sgd({"records": sgd})):
         assert all(ax.get_xlabel() and ax.get_ylabel() and ax.has_data() for ax in fig.axes)
         matplotlib.pyplot.close(fig)
@@ -325,7 +392,9 @@ def test_n_star_by_split_sorts_by_m_D_squared():
     recs = []
     for k in range(8):
         D = 0.1 * (k + 1)
-        modes = [1] * (8 - k) + [0] * k if k else [1] * 8  # smaller |D|: later success (k = 0: censored)
+        modes = (
+            [1] * (8 - k) + [0] * k if k else [1] * 8
+        )  # smaller |D|: later success (k = 0: censored)
         recs.append({**_record(modes, ns=[16 * 2**i for i in range(8)]), "m": 4, "D": D})
     groups = fs.n_star_by_split(recs, bins=2)
     assert [g["instances"] for g in groups] == [4, 4] and groups[0]["censored"] == 1
@@ -357,7 +426,9 @@ def test_refine_points_hold_the_scans_optimum_and_its_neighbours():
         at_best = sorted(b for lam, b in batches if lam == pos["lambda"])
         assert at_best[-1] > pos["batch"] and (at_best[0] < pos["batch"] or pos["batch"] == 1)
     for d in ci["d"]:  # the CI points are points of the full run
-        assert set(fs.refine_configs(d, ci["configs"][d])) <= set(fs.refine_configs(d, full["configs"][d]))
+        assert set(fs.refine_configs(d, ci["configs"][d])) <= set(
+            fs.refine_configs(d, full["configs"][d])
+        )
 
 
 def test_committed_one_step_run_is_the_full_config():

@@ -4,6 +4,7 @@ and the instance bootstrap and the same-target table compute what they say."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -43,15 +44,25 @@ def test_committed_instances_are_the_grids_instances(instances):
     rows = {r["m"]: r for r in instances["records"] if r["d"] == d}
     for m in ms:
         assert "".join(str(c) for c in block["out"][str(m)]["mode"]) == rows[m]["mode"][:40]
-        assert "".join(str(c) for c in block["out"][str(m)]["limit_mode"]) == rows[m]["limit_mode"][:40]
+        assert (
+            "".join(str(c) for c in block["out"][str(m)]["limit_mode"])
+            == rows[m]["limit_mode"][:40]
+        )
 
 
 def test_instance_outcomes_decode_the_codes():
-    records = [{"d": 8, "m": 4, "seeds": 4, "mode": "0123", "limit_mode": "0110"},
-               {"d": 8, "m": 2, "seeds": 4, "mode": "1100", "limit_mode": "2200"}]
+    records = [
+        {"d": 8, "m": 4, "seeds": 4, "mode": "0123", "limit_mode": "0110"},
+        {"d": 8, "m": 2, "seeds": 4, "mode": "1100", "limit_mode": "2200"},
+    ]
     ms, ok = exp.instance_outcomes({"records": records})[8]
     assert list(ms) == [2, 4] and ok.shape == (4, 2)
-    assert ok[:, 1].tolist() == [True, False, False, False] and ok[:, 0].tolist() == [False, False, True, True]
+    assert ok[:, 1].tolist() == [True, False, False, False] and ok[:, 0].tolist() == [
+        False,
+        False,
+        True,
+        True,
+    ]
     _, off = exp.instance_outcomes({"records": records}, "no_limit_off_target")[8]
     assert off[:, 1].tolist() == [True, False, False, True] and off[:, 0].all()
     with pytest.raises(ValueError, match="key"):
@@ -69,9 +80,11 @@ def _outcomes(rng, n, ms, p):
 def test_instance_bootstrap_point_estimates_equal_the_counts_and_intervals_cover_them():
     rng = np.random.default_rng(1)
     ms = [10, 12, 14, 16, 18, 20]
-    outcomes = {64: _outcomes(rng, 300, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
-                256: _outcomes(rng, 300, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
-                1024: _outcomes(rng, 100, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1])}
+    outcomes = {
+        64: _outcomes(rng, 300, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
+        256: _outcomes(rng, 300, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
+        1024: _outcomes(rng, 100, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
+    }
     boot = exp.bootstrap_instances(outcomes, resamples=200)
     for k, d in enumerate(boot.d):
         ms_d, ok = outcomes[d]
@@ -91,7 +104,9 @@ def test_instance_bootstrap_draws_the_same_seeds_at_every_d():
     assert boot.m_low[0] < boot.m_high[0]
     assert abs(boot.slope_low) < 1e-12 and abs(boot.slope_high) < 1e-12
     # the strata: a d with fewer seeds uses the first of them, drawn jointly with the others
-    boot = exp.bootstrap_instances({64: (ms, ok), 256: (ms, ok[:100]), 1024: (ms, ok[:100])}, resamples=100)
+    boot = exp.bootstrap_instances(
+        {64: (ms, ok), 256: (ms, ok[:100]), 1024: (ms, ok[:100])}, resamples=100
+    )
     assert boot.m_low[1] == boot.m_low[2] and boot.m_high[1] == boot.m_high[2]
 
 
@@ -122,16 +137,21 @@ def test_instance_bootstrap_counts_censored_resamples_and_refuses_bad_arguments(
 
 def test_same_target_seeds_are_disjoint_from_the_grid_and_across_d():
     full = exp.SAME_TARGET_SIZES["full"]
-    ranges = [(exp.same_target_seed(d), exp.same_target_seed(d) + full["blocks"] * exp.SAME_TARGET_BLOCK)
-              for d in full["d"]]
+    ranges = [
+        (exp.same_target_seed(d), exp.same_target_seed(d) + full["blocks"] * exp.SAME_TARGET_BLOCK)
+        for d in full["d"]
+    ]
     grid_last = max(exp.GRID_SIZES["full"]["seeds"].values())
     assert all(a >= grid_last for a, _ in ranges)
-    assert all(b1 <= a2 for (_, b1), (a2, _) in zip(ranges, ranges[1:]))
+    assert all(b1 <= a2 for (_, b1), (a2, _) in itertools.pairwise(ranges))
 
 
 def test_same_target_table_pools_blocks_and_scores_against_the_prediction():
     p = 0.02
-    records = [{"d": 1024, "draws": 5000, "limit_same_target": k, "predicted_same_target": p} for k in (90, 110)]
+    records = [
+        {"d": 1024, "draws": 5000, "limit_same_target": k, "predicted_same_target": p}
+        for k in (90, 110)
+    ]
     (row,) = exp.same_target_table({"records": records})
     assert (row.d, row.draws, row.events) == (1024, 10000, 200)
     assert math.isclose(row.rate, 0.02) and math.isclose(row.se, math.sqrt(0.02 * 0.98 / 1e4))
@@ -169,7 +189,11 @@ def test_pooled_same_target_counts_pairs_and_clusters_by_instance():
     d = 1024
     p = float(analysis.predicted_same_target(d))
     # 4 instances, 2 cells with m >= 32; instance 0 fails same-target in both, instance 1 in one
-    records = [_codes_record(d, 28, "2222"), _codes_record(d, 32, "2200"), _codes_record(d, 36, "2130")]
+    records = [
+        _codes_record(d, 28, "2222"),
+        _codes_record(d, 32, "2200"),
+        _codes_record(d, 36, "2130"),
+    ]
     out = exp.pooled_same_target({"records": records}, [d])
     assert (out.events, out.pairs, out.instances) == (3, 8, 4)
     assert math.isclose(out.expected, 8 * p)
@@ -183,7 +207,9 @@ def test_pooled_same_target_counts_pairs_and_clusters_by_instance():
 def test_pooled_same_target_of_the_committed_grid_instances_matches_the_grid(instances):
     ds = [1024, 2048, 4096, 8192, 16384]
     out = exp.pooled_same_target(instances, ds)
-    cells = [r for r in committed_results("one-step-grid")["records"] if r["d"] in ds and r["m"] >= 32]
+    cells = [
+        r for r in committed_results("one-step-grid")["records"] if r["d"] in ds and r["m"] >= 32
+    ]
     assert out.events == sum(r["limit_same_target"] for r in cells)
     assert out.pairs == sum(r["seeds"] for r in cells) and out.instances == 1000 * len(ds)
     # an instance failing at several m makes the clustered standard error the larger one
@@ -202,10 +228,12 @@ def test_fully_seeded_picks_the_d_with_the_most_instances():
 def _unequally_seeded(rng, n, n_last):
     """Outcomes at d = 64, 256, 1024 with n instances each and at d = 4096 with n_last."""
     ms = [10, 12, 14, 16, 18, 20]
-    return {64: _outcomes(rng, n, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
-            256: _outcomes(rng, n, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
-            1024: _outcomes(rng, n, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
-            4096: _outcomes(rng, n_last, ms, [0.0, 0.0, 0.1, 0.2, 0.4, 0.3])}
+    return {
+        64: _outcomes(rng, n, ms, [0.3, 0.3, 0.2, 0.15, 0.04, 0.01]),
+        256: _outcomes(rng, n, ms, [0.1, 0.2, 0.3, 0.2, 0.15, 0.05]),
+        1024: _outcomes(rng, n, ms, [0.0, 0.1, 0.2, 0.3, 0.3, 0.1]),
+        4096: _outcomes(rng, n_last, ms, [0.0, 0.0, 0.1, 0.2, 0.4, 0.3]),
+    }
 
 
 def test_instance_bootstrap_fits_only_fit_d_and_keeps_the_other_intervals():
@@ -230,7 +258,9 @@ def test_instance_bootstrap_fits_only_fit_d_and_keeps_the_other_intervals():
 
 
 def test_slope_bootstrap_without_a_mask_fits_every_d():
-    boot = analysis.SlopeBootstrap(np.array([4, 8]), np.zeros(2), np.zeros(2), np.zeros(2), 0.0, 0.0, 0.0, 0.0, 0.0)
+    boot = analysis.SlopeBootstrap(
+        np.array([4, 8]), np.zeros(2), np.zeros(2), np.zeros(2), 0.0, 0.0, 0.0, 0.0, 0.0
+    )
     assert boot.fit is None and list(boot.fit_d()) == [4, 8]
 
 
@@ -250,8 +280,11 @@ def test_instance_bootstrap_refuses_a_bad_fit_d():
     rng = np.random.default_rng(6)
     ms = [10, 12, 14]
     never = np.zeros((50, 3), dtype=bool)  # this d never reaches the target
-    outcomes = {64: _outcomes(rng, 50, ms, [0.5, 0.3, 0.2]), 256: _outcomes(rng, 50, ms, [0.2, 0.4, 0.4]),
-                1024: (np.array(ms), never)}
+    outcomes = {
+        64: _outcomes(rng, 50, ms, [0.5, 0.3, 0.2]),
+        256: _outcomes(rng, 50, ms, [0.2, 0.4, 0.4]),
+        1024: (np.array(ms), never),
+    }
     with pytest.raises(ValueError, match="no finite smallest m"):
         exp.bootstrap_instances(outcomes, target=0.5, resamples=10, fit_d=[64, 256, 1024])
     with pytest.raises(TypeError, match="fit_d"):

@@ -7,12 +7,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from sxor.experiments import one_step as exp  # noqa: E402
-from sxor.results import committed_results  # noqa: E402
-from sxor.xor import analysis  # noqa: E402
-from sxor.xor.sweeps import random_instances  # noqa: E402
+from sxor.experiments import one_step as exp
+from sxor.results import committed_results
+from sxor.xor import analysis
+from sxor.xor.sweeps import random_instances
 
 
 def test_grid_legend_shows_the_printed_slope_interval():
@@ -22,8 +22,8 @@ def test_grid_legend_shows_the_printed_slope_interval():
     texts = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
     expected = f"[{boot.slope_low:.3f}, {boot.slope_high:.3f}]"
     assert any(expected in t for t in texts), (expected, texts)
-    assert len(fig.axes[0].get_legend().get_texts()) <= 6          # curves that can be told apart
-    assert all("^{" in t.get_text() for t in fig.axes[0].get_legend().get_texts())   # mathtext 2^k
+    assert len(fig.axes[0].get_legend().get_texts()) <= 6  # curves that can be told apart
+    assert all("^{" in t.get_text() for t in fig.axes[0].get_legend().get_texts())  # mathtext 2^k
     plt.close(fig)
 
 
@@ -40,7 +40,9 @@ def test_grid_line_spans_only_the_fitted_d():
     import numpy as np
 
     grid = committed_results("one-step-grid")
-    outcomes = exp.instance_outcomes(committed_results("one-step-grid-instances"), "no_limit_off_target")
+    outcomes = exp.instance_outcomes(
+        committed_results("one-step-grid-instances"), "no_limit_off_target"
+    )
     fit_d = exp.fully_seeded(outcomes)
     boot = exp.bootstrap_instances(outcomes, resamples=50, fit_d=fit_d)
     assert len(fit_d) < len(boot.d)  # the grid's largest d has fewer instances

@@ -10,6 +10,7 @@ from sxor import experiments
 from sxor.cli import main
 from sxor.results import committed_results
 
+
 def test_list_names_the_one_step_experiments(capsys):
     assert main(["list"]) == 0
     listed = capsys.readouterr().out
@@ -18,7 +19,10 @@ def test_list_names_the_one_step_experiments(capsys):
 
 
 def test_ci_run_writes_provenance_and_reproduces_the_committed_cells(tmp_path):
-    assert main(["run", "one-step-eta", "--size", "ci", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["run", "one-step-eta", "--size", "ci", "--device", "cpu", "--out", str(tmp_path)])
+        == 0
+    )
     fresh = json.loads((tmp_path / "one-step-eta.json").read_text())
     assert (tmp_path / "one-step-eta.png").stat().st_size > 0
     assert fresh["experiment"] == "one-step-eta" and fresh["params"]["size"] == "ci"
@@ -26,7 +30,9 @@ def test_ci_run_writes_provenance_and_reproduces_the_committed_cells(tmp_path):
         assert fresh["meta"][key], key
     assert fresh["meta"]["device"].startswith("cpu")
 
-    comparison = experiments.compare(fresh, committed_results("one-step-eta"), keys=("d", "eta_index"), tol=1e-9)
+    comparison = experiments.compare(
+        fresh, committed_results("one-step-eta"), keys=("d", "eta_index"), tol=1e-9
+    )
     assert comparison.shared == len(fresh["records"]) > 0
     assert comparison.agrees, str(comparison)
 

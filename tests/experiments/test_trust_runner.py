@@ -11,8 +11,13 @@ import pytest
 from sxor import cli, experiments
 from sxor.results import RESULTS_DIR
 
-FULL = {"experiment": None, "records": [{"d": 4, "k": 1, "x": 2.0, "v": [1.0, 2.0], "s": "a", "n": None},
-                                        {"d": 4, "k": 2, "x": 3.0, "v": [1.0], "s": "b", "n": 1.0}]}
+FULL = {
+    "experiment": None,
+    "records": [
+        {"d": 4, "k": 1, "x": 2.0, "v": [1.0, 2.0], "s": "a", "n": None},
+        {"d": 4, "k": 2, "x": 3.0, "v": [1.0], "s": "b", "n": 1.0},
+    ],
+}
 
 
 def _ci(**changes):
@@ -31,17 +36,20 @@ def test_identical_cells_agree_and_print_machine_independently():
     assert str(c) == "CI run vs committed full run: 1 shared cells, largest difference < 1e-09"
 
 
-@pytest.mark.parametrize("changes, why", [
-    ({"x": math.nan}, "NaN"),
-    ({"x": math.inf}, "inf"),
-    ({"v": [1.0, 2.0, 3.0]}, "lengths 3 and 2"),
-    ({"v": [1.0]}, "lengths 1 and 2"),
-    ({"n": 1.0}, "None"),          # the full run saved NaN/inf as null
-    ({"s": "b"}, "'b' against 'a'"),
-    ({"extra": 1.0}, "only in the CI run"),
-    ({"v": 1.0}, "list"),
-    ({"x": 2.0 + 1e-6}, None),     # a plain difference above tol
-])
+@pytest.mark.parametrize(
+    "changes, why",
+    [
+        ({"x": math.nan}, "NaN"),
+        ({"x": math.inf}, "inf"),
+        ({"v": [1.0, 2.0, 3.0]}, "lengths 3 and 2"),
+        ({"v": [1.0]}, "lengths 1 and 2"),
+        ({"n": 1.0}, "None"),  # the full run saved NaN/inf as null
+        ({"s": "b"}, "'b' against 'a'"),
+        ({"extra": 1.0}, "only in the CI run"),
+        ({"v": 1.0}, "list"),
+        ({"x": 2.0 + 1e-6}, None),  # a plain difference above tol
+    ],
+)
 def test_differing_cells_never_agree(changes, why):
     c = _cmp(_ci(**changes))
     assert not c.agrees
@@ -69,21 +77,24 @@ def test_a_field_missing_from_the_ci_record_is_a_disagreement():
     assert not c.agrees and any("only in the full run" in p for p in c.problems)
 
 
-@pytest.mark.parametrize("ci, full, kw, match", [
-    ({"records": []}, FULL, {}, "no records"),
-    ({}, FULL, {}, "CI run has no 'records'"),
-    (_ci(), {"experiment": None}, {}, "full run has no 'records'"),
-    (_ci(), {"records": FULL["records"] * 2}, {}, "two records of the full run share"),
-    ({"records": _ci()["records"] * 2}, FULL, {}, "two records of the CI run share"),
-    (_ci(d=5), FULL, {}, "no partner"),
-    (_ci(d=4.0), FULL, {}, "exact"),
-    (_ci(), FULL, {"tol": math.nan}, "tol must be finite"),
-    (_ci(), FULL, {"tol": math.inf}, "tol must be finite"),
-    (_ci(), FULL, {"tol": -1e-9}, "tol must be finite and > 0"),
-    (_ci(), FULL, {"tol": 0.0}, "> 0"),
-    (_ci(), FULL, {"keys": ()}, "at least one"),
-    (_ci(), FULL, {"keys": ("d", "missing")}, "lacks the key fields"),
-])
+@pytest.mark.parametrize(
+    "ci, full, kw, match",
+    [
+        ({"records": []}, FULL, {}, "no records"),
+        ({}, FULL, {}, "CI run has no 'records'"),
+        (_ci(), {"experiment": None}, {}, "full run has no 'records'"),
+        (_ci(), {"records": FULL["records"] * 2}, {}, "two records of the full run share"),
+        ({"records": _ci()["records"] * 2}, FULL, {}, "two records of the CI run share"),
+        (_ci(d=5), FULL, {}, "no partner"),
+        (_ci(d=4.0), FULL, {}, "exact"),
+        (_ci(), FULL, {"tol": math.nan}, "tol must be finite"),
+        (_ci(), FULL, {"tol": math.inf}, "tol must be finite"),
+        (_ci(), FULL, {"tol": -1e-9}, "tol must be finite and > 0"),
+        (_ci(), FULL, {"tol": 0.0}, "> 0"),
+        (_ci(), FULL, {"keys": ()}, "at least one"),
+        (_ci(), FULL, {"keys": ("d", "missing")}, "lacks the key fields"),
+    ],
+)
 def test_compare_refuses_what_it_cannot_compare(ci, full, kw, match):
     with pytest.raises((ValueError, TypeError), match=match):
         _cmp(ci, full, **kw)
@@ -145,7 +156,9 @@ def test_per_instance_lists_compare_on_the_ci_length_only_when_declared():
     ci = {"records": [{"d": 1, "k": 1, "first": [3, 5]}]}
     assert not _cmp(ci, full).agrees  # undeclared: lengths 2 and 4 disagree
     assert _cmp(ci, full, prefix=("first",)).agrees
-    assert not _cmp({"records": [{"d": 1, "k": 1, "first": [3, 6]}]}, full, prefix=("first",)).agrees
+    assert not _cmp(
+        {"records": [{"d": 1, "k": 1, "first": [3, 6]}]}, full, prefix=("first",)
+    ).agrees
     longer = {"records": [{"d": 1, "k": 1, "first": [3, 5, 7, 9, 11]}]}
     assert not _cmp(longer, full, prefix=("first",)).agrees  # the CI list may not be longer
     assert experiments.get("finite-samples-sgd").compare_prefix == ("first_success",)

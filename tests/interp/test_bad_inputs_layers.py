@@ -11,24 +11,28 @@ from fractions import Fraction
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
 
-from sxor.experiments.regularised_training import run_runs, run_seeds  # noqa: E402
-from sxor.interp import clustering as C  # noqa: E402
-from sxor.interp import layers as L  # noqa: E402
-from sxor.interp import lemmas as M  # noqa: E402
-from sxor.interp import plots as P  # noqa: E402
-from sxor.interp import training as T  # noqa: E402
+from sxor.experiments.regularised_training import run_runs, run_seeds
+from sxor.interp import clustering as C
+from sxor.interp import layers as L
+from sxor.interp import lemmas as M
+from sxor.interp import plots as P
+from sxor.interp import training as T
 
 NAN, INF = float("nan"), float("inf")
 X = torch.tensor([[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]], dtype=torch.float64)
 I2 = torch.eye(2, dtype=torch.float64)
 Xq = M.as_exact([[1, 2], [2, 1], [-1, -3]])
 vq = M.as_exact([1, 1])
-U, b, W = torch.ones(3, 2, dtype=torch.float64), torch.ones(3, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64)
+U, b, W = (
+    torch.ones(3, 2, dtype=torch.float64),
+    torch.ones(3, dtype=torch.float64),
+    torch.ones(2, 3, dtype=torch.float64),
+)
 DATA = T.tikhonov_data(2, 3, 2, seed=0)
 TH = T.init_parameters(2)
 FIG, AX = plt.subplots()
@@ -62,8 +66,12 @@ CASES = {
         (lambda: L.feed_forward(X, 1, W * NAN, U, b), "non-finite"),
         (lambda: L.feed_forward(torch.ones(3, 2, dtype=torch.long), 1, W, U, b), "floating-point"),
         (lambda: L.feed_forward(X, 1j, W, U, b), "real scalar"),
-        (lambda: L.feed_forward(Xq, 1.5, M.as_exact([[1] * 3] * 2), M.as_exact([[1] * 2] * 3), M.as_exact([1] * 3)),
-         "float"),
+        (
+            lambda: L.feed_forward(
+                Xq, 1.5, M.as_exact([[1] * 3] * 2), M.as_exact([[1] * 2] * 3), M.as_exact([1] * 3)
+            ),
+            "float",
+        ),
     ],
     "attention_scores": [
         (lambda: L.attention_scores(X, torch.ones(2)), r"\(2, 2\)"),
@@ -114,7 +122,10 @@ CASES = {
         (lambda: C.attention_trajectory(X, I2, 0, I2, 0, INF), "int"),
         (lambda: C.attention_trajectory(X, I2, 0, I2, 0, 2.0), "int"),
         (lambda: C.attention_trajectory(X, I2, 0, I2, 0, True), "int"),
-        (lambda: C.attention_trajectory(X, I2, 0, torch.eye(3, dtype=torch.float64), 0, 2), r"\(2, 2\)"),
+        (
+            lambda: C.attention_trajectory(X, I2, 0, torch.eye(3, dtype=torch.float64), 0, 2),
+            r"\(2, 2\)",
+        ),
     ],
     "leaders": [
         (lambda: C.leaders(torch.ones(2, 3, 2), I2), r"one sequence \[n, d\]"),
@@ -133,7 +144,12 @@ CASES = {
         (lambda: C.distinct_points(X.to(torch.complex128)), "real"),
     ],
     "convex_hull_2d": [
-        (lambda: C.convex_hull_2d(torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [NAN, 1.0]])), "nan"),
+        (
+            lambda: C.convex_hull_2d(
+                torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [NAN, 1.0]])
+            ),
+            "nan",
+        ),
         (lambda: C.convex_hull_2d(torch.tensor([[0.0, 0.0], [1.0, 0.0], [INF, 1.0]])), "inf"),
         (lambda: C.convex_hull_2d(np.array([[0, 0], [1, 0], [0, 1j]])), "complex"),
         (lambda: C.convex_hull_2d(torch.ones(3, 3)), r"\[n, 2\]"),
@@ -143,14 +159,20 @@ CASES = {
     ],
     "snap_pipeline": [
         (lambda: C.snap_pipeline(Xq, M.as_exact([1, 0, 0])), r"\[d\]"),
-        (lambda: C.snap_pipeline(M.as_exact([[1, 0], [1, 5]]), M.as_exact([1, 0])), "same projection"),
+        (
+            lambda: C.snap_pipeline(M.as_exact([[1, 0], [1, 5]]), M.as_exact([1, 0])),
+            "same projection",
+        ),
         (lambda: C.snap_pipeline(np.array([[1.0, 0.0], [2.0, 1.0]]), vq), "float"),
         (lambda: C.snap_pipeline(M.as_exact([[1, 0]]), vq), "n >= 2"),
         (lambda: C.snap_pipeline(Xq, [0.5, 1]), "float"),
     ],
     "snap_thresholds": [
         (lambda: C.snap_thresholds(Xq, M.as_exact([1, 0, 0])), r"\[d\]"),
-        (lambda: C.snap_thresholds(M.as_exact([[1, 0], [1, 5]]), M.as_exact([1, 0])), "same projection"),
+        (
+            lambda: C.snap_thresholds(M.as_exact([[1, 0], [1, 5]]), M.as_exact([1, 0])),
+            "same projection",
+        ),
         (lambda: C.snap_thresholds(X, vq), "float"),
         (lambda: C.snap_thresholds(M.as_exact([[1, 0]]), vq), "n >= 2"),
         (lambda: C.snap_thresholds(Xq, None), "NoneType"),
@@ -314,22 +336,47 @@ CASES = {
         (lambda: T.uniform_attention_interpolant(DATA, max_iter=0), ">= 1"),
         (lambda: T.uniform_attention_interpolant(DATA, max_iter=2.0), "int"),
         (lambda: T.uniform_attention_interpolant(T.tikhonov_data(3, 3, 2)), "linearly independent"),
-        (lambda: T.uniform_attention_interpolant(T.TikhonovData(DATA.X * NAN, DATA.Y, DATA.theta_star)), "nan"),
+        (
+            lambda: T.uniform_attention_interpolant(
+                T.TikhonovData(DATA.X * NAN, DATA.Y, DATA.theta_star)
+            ),
+            "nan",
+        ),
     ],
     "exact_uniform_interpolant": [
         (lambda: T.exact_uniform_interpolant("data", DATA.theta_star), "TikhonovData"),
         (lambda: T.exact_uniform_interpolant(DATA, {"q": TH["q"]}), "keys"),
         (lambda: T.exact_uniform_interpolant(DATA, [1]), "keys"),
-        (lambda: T.exact_uniform_interpolant(DATA, dict(DATA.theta_star, q=torch.ones(2, dtype=torch.float64))),
-         "q = k = rho = 0"),
-        (lambda: T.exact_uniform_interpolant(DATA, dict(DATA.theta_star, b=-100 * torch.ones(4, dtype=torch.float64))),
-         "inactive"),
-        (lambda: T.exact_uniform_interpolant(DATA, dict(DATA.theta_star, V=torch.ones(3, 3, dtype=torch.float64))),
-         "d = 2"),
-        (lambda: T.exact_uniform_interpolant(DATA, dict(DATA.theta_star, V=torch.full((2, 2), NAN, dtype=torch.float64))),
-         "nan"),
-        (lambda: T.exact_uniform_interpolant(T.tikhonov_data(3, 3, 2), T.tikhonov_data(3, 3, 2).theta_star),
-         "linearly dependent"),
+        (
+            lambda: T.exact_uniform_interpolant(
+                DATA, dict(DATA.theta_star, q=torch.ones(2, dtype=torch.float64))
+            ),
+            "q = k = rho = 0",
+        ),
+        (
+            lambda: T.exact_uniform_interpolant(
+                DATA, dict(DATA.theta_star, b=-100 * torch.ones(4, dtype=torch.float64))
+            ),
+            "inactive",
+        ),
+        (
+            lambda: T.exact_uniform_interpolant(
+                DATA, dict(DATA.theta_star, V=torch.ones(3, 3, dtype=torch.float64))
+            ),
+            "d = 2",
+        ),
+        (
+            lambda: T.exact_uniform_interpolant(
+                DATA, dict(DATA.theta_star, V=torch.full((2, 2), NAN, dtype=torch.float64))
+            ),
+            "nan",
+        ),
+        (
+            lambda: T.exact_uniform_interpolant(
+                T.tikhonov_data(3, 3, 2), T.tikhonov_data(3, 3, 2).theta_star
+            ),
+            "linearly dependent",
+        ),
     ],
     "block": [
         (lambda: T.block(torch.ones(3, 2, dtype=torch.float64), TH), r"\[N, n, d\]"),
@@ -403,7 +450,10 @@ CASES = {
         (lambda: T.train(DATA, T.init_parameters(2), 0.1, 2, record="every"), "record"),
         (lambda: T.train(DATA, {k: v.detach() for k, v in TH.items()}, 0.1, 2), "require grad"),
         (lambda: T.train(DATA, T.init_parameters(2, dtype=torch.float32), 0.1, 2), "one dtype"),
-        (lambda: T.train(DATA, T.init_parameters(2, scale=1e3), 0.0, 3, lr=1e100), "diverged at step|diverged"),
+        (
+            lambda: T.train(DATA, T.init_parameters(2, scale=1e3), 0.0, 3, lr=1e100),
+            "diverged at step|diverged",
+        ),
     ],
     "warm_start_sweep": [
         (lambda: T.warm_start_sweep(DATA, T.init_parameters(2), 0.1, [2]), "lists"),
@@ -418,7 +468,10 @@ CASES = {
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", -1.0, 2, [1e-1], [2]), ">= 0"),
         (lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2, 3]), "equal length"),
         (lambda: run_runs(2, 3, 2, NAN, "float64", 1e-3, 2, [1e-1], [2]), "finite"),
-        (lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2], authors_draw="yes"), "authors_draw"),
+        (
+            lambda: run_runs(2, 3, 2, 1e-2, "float64", 1e-3, 2, [1e-1], [2], authors_draw="yes"),
+            "authors_draw",
+        ),
     ],
     "run_seeds": [
         (lambda: run_seeds(2, 3, 2, 1e-2, "float16", [1], [1e-1], [2]), "dtype"),
@@ -440,7 +493,10 @@ CASES = {
     "plot_before_after": [
         (lambda: P.plot_before_after(AX, torch.ones(3, 2), torch.ones(2, 2)), r"\[n, 2\]"),
         (lambda: P.plot_before_after(AX, torch.ones(3, 2) * NAN, torch.ones(3, 2)), "nan"),
-        (lambda: P.plot_before_after(AX, torch.ones(3, 2), torch.ones(3, 2), highlight=[5]), "not token indices"),
+        (
+            lambda: P.plot_before_after(AX, torch.ones(3, 2), torch.ones(3, 2), highlight=[5]),
+            "not token indices",
+        ),
         (lambda: P.plot_before_after(AX, torch.ones(3, 3), torch.ones(3, 3)), r"\[n, 2\]"),
         (lambda: P.plot_before_after(None, torch.ones(3, 2), torch.ones(3, 2)), "Axes"),
         (lambda: P.plot_before_after(AX, np.ones((3, 2)) * 1j, np.ones((3, 2))), "real"),
@@ -453,7 +509,10 @@ CASES = {
         (lambda: P.plot_tokens(AX, [torch.ones(3, 2)], [torch.ones(1, 3)]), "target 0"),
         (lambda: P.plot_tokens(AX, [torch.ones(0, 2)]), "n >= 1"),
         (lambda: P.plot_tokens(None, [torch.ones(3, 2)]), "Axes"),
-        (lambda: P.plot_tokens(AX, [torch.ones(3, 2)], [torch.ones(1, 2), torch.ones(1, 2)]), "2 target sets"),
+        (
+            lambda: P.plot_tokens(AX, [torch.ones(3, 2)], [torch.ones(1, 2), torch.ones(1, 2)]),
+            "2 target sets",
+        ),
     ],
     "uniform_legend_markers": [
         (lambda: P.uniform_legend_markers(None), "matplotlib Legend"),
@@ -466,7 +525,12 @@ CASES = {
     ],
 }
 
-TABLE = [(name, k, fn, match) for name, rows in CASES.items() if rows for k, (fn, match) in enumerate(rows)]
+TABLE = [
+    (name, k, fn, match)
+    for name, rows in CASES.items()
+    if rows
+    for k, (fn, match) in enumerate(rows)
+]
 
 
 @pytest.mark.parametrize("name,k,fn,match", TABLE, ids=[f"{n}-{k}" for n, k, _, _ in TABLE])
@@ -476,10 +540,15 @@ def test_bad_input_is_refused_with_a_clear_message(name, k, fn, match):
 
 
 def test_every_public_function_has_five_bad_inputs():
-    public = {name for mod in (L, C, M, T, P) for name in dir(mod)
-              if not name.startswith("_") and callable(getattr(mod, name))
-              and getattr(getattr(mod, name), "__module__", "") == mod.__name__
-              and not isinstance(getattr(mod, name), type)}
+    public = {
+        name
+        for mod in (L, C, M, T, P)
+        for name in dir(mod)
+        if not name.startswith("_")
+        and callable(getattr(mod, name))
+        and getattr(getattr(mod, name), "__module__", "") == mod.__name__
+        and not isinstance(getattr(mod, name), type)
+    }
     assert public <= set(CASES), sorted(public - set(CASES))
     assert all(len(rows) >= 5 for rows in CASES.values() if rows is not None)
 
@@ -501,7 +570,9 @@ def test_attention_weights_at_tiny_tau_is_the_hardmax_limit():
     # with a tie, the hardmax limit splits the weight evenly
     Xt = torch.tensor([[0.0, 1.0], [1.0, 1.0], [-1.0, 1.0]], dtype=torch.float64)
     A = torch.tensor([[0.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
-    assert torch.allclose(L.attention_weights(Xt, A, 1e-320), torch.full((3, 3), 1 / 3, dtype=torch.float64))
+    assert torch.allclose(
+        L.attention_weights(Xt, A, 1e-320), torch.full((3, 3), 1 / 3, dtype=torch.float64)
+    )
 
 
 def test_accepted_edge_inputs_give_correct_answers():

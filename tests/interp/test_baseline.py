@@ -58,7 +58,13 @@ def test_resnet_baseline_bad_input():
     X, Y = random_dataset(2, [3, 4], 1, 2, seed=0)
     with pytest.raises(ValueError, match="one length n"):
         resnet_interpolate(X, Y)
-    X = [np.array([[Fraction(0), Fraction(0)]], dtype=object), np.array([[Fraction(1), Fraction(0)]], dtype=object)]
-    Y = [np.array([[Fraction(1), Fraction(0)]], dtype=object), np.array([[Fraction(2), Fraction(0)]], dtype=object)]
+    X = [
+        np.array([[Fraction(0), Fraction(0)]], dtype=object),
+        np.array([[Fraction(1), Fraction(0)]], dtype=object),
+    ]
+    Y = [
+        np.array([[Fraction(1), Fraction(0)]], dtype=object),
+        np.array([[Fraction(2), Fraction(0)]], dtype=object),
+    ]
     with pytest.raises(ValueError, match="padded target equals"):
         resnet_interpolate(X, Y)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from sxor.interp import as_exact, feed_forward, feed_forward_enclosure, softmax_attention_enclosure
+from sxor.interp import as_exact, feed_forward_enclosure, softmax_attention_enclosure
 from sxor.interp.clustering import snap_pipeline, snap_thresholds
 from sxor.interp.lemmas import random_rank_one_instance
 
@@ -75,6 +75,8 @@ def test_distinct_points_tolerance_boundary_and_hull_collinear_points():
     assert len(distinct_points(X, tol=0.5)) == 1  # max-norm distance exactly tol merges
     assert len(distinct_points(X, tol=0.25)) == 2  # (0.5, 0) and (0.5, 0.25) are 0.25 apart: merge
     assert len(distinct_points(X, tol=0.2)) == 3
-    Xq = as_exact([[0, 0], [2, 0], [2, 2], [0, 2], [1, 0], [1, 1]])  # (1, 0) on an edge, (1, 1) inside
+    Xq = as_exact(
+        [[0, 0], [2, 0], [2, 2], [0, 2], [1, 0], [1, 1]]
+    )  # (1, 0) on an edge, (1, 1) inside
     assert sorted(convex_hull_2d(Xq)) == [0, 1, 2, 3]
     assert convex_hull_2d(Xq) == [0, 1, 2, 3]  # counter-clockwise from the lowest-leftmost point

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -9,18 +10,18 @@ import pytest
 import torch
 
 from sxor.interp import feed_forward, hausdorff_squared, self_attention
-from sxor.interp.exact import from_floats
 from sxor.interp.construct import (
     FFLayer,
+    block_bound,
     construct,
     identity_ff,
     identity_sa,
     injective_direction,
     interpolation_errors,
-    block_bound,
     parameter_bound,
     random_dataset,
 )
+from sxor.interp.exact import from_floats
 
 
 def frac(rows) -> np.ndarray:
@@ -64,10 +65,22 @@ def test_random_datasets_interpolate_exactly(seed):
 
 
 def test_equal_means_need_separation_moves():
-    X = [frac([[0, 0], [2, 2]]), frac([[2, 0], [0, 2]]), frac([[1, 1]]), frac([[0, 0], [2, 0], [0, 2], [2, 2]]),
-         frac([[1, 1], [0, 0], [2, 2]]), frac([[1, 1], [2, 0], [0, 2]])]
-    Y = [frac([[5, 5]]), frac([[5, 5], [1, 0]]), frac([[0, 1]]), frac([[1, 2], [3, 3], [0, 0]]), frac([[7, 1]]),
-         frac([[1, 1]])]
+    X = [
+        frac([[0, 0], [2, 2]]),
+        frac([[2, 0], [0, 2]]),
+        frac([[1, 1]]),
+        frac([[0, 0], [2, 0], [0, 2], [2, 2]]),
+        frac([[1, 1], [0, 0], [2, 2]]),
+        frac([[1, 1], [2, 0], [0, 2]]),
+    ]
+    Y = [
+        frac([[5, 5]]),
+        frac([[5, 5], [1, 0]]),
+        frac([[0, 1]]),
+        frac([[1, 2], [3, 3], [0, 0]]),
+        frac([[7, 1]]),
+        frac([[1, 1]]),
+    ]
     T = construct(X, Y)
     assert T.info["separation_moves"] >= 1 and T.info["separation_moves"] <= len(X) - 1
     assert all(e == 0 for e in interpolation_errors(T, X, Y))
@@ -118,7 +131,12 @@ def test_blocks_are_ff_then_sa_and_phases_in_order():
 def test_identity_layers_match_layers_module():
     X = frac([[1, 2], [3, -1], [0, 5]])
     ff, sa = identity_ff(2), identity_sa(2)
-    assert ff.is_identity and sa.is_identity and ff.num_parameters == 1 and sa.num_parameters == 2 * 2 + 3
+    assert (
+        ff.is_identity
+        and sa.is_identity
+        and ff.num_parameters == 1
+        and sa.num_parameters == 2 * 2 + 3
+    )
     assert np.array_equal(feed_forward(X, ff.eta, ff.W, ff.U, ff.b), X)
     assert np.array_equal(self_attention(X, sa.A, sa.rho, sa.V), X)
     assert ff(X) is X and sa(X) is X
@@ -131,18 +149,25 @@ def test_every_hat_moves_exactly_one_value():
     for block in T.blocks:
         bag = np.concatenate(states)  # FFs are token-wise: apply to all tokens at once
         after = block.ff(bag)
-        assert np.array_equal(after, feed_forward(bag, block.ff.eta, block.ff.W, block.ff.U, block.ff.b))
+        assert np.array_equal(
+            after, feed_forward(bag, block.ff.eta, block.ff.W, block.ff.U, block.ff.b)
+        )
         translates = any(all(u == 0 for u in row) for row in block.ff.U)  # the constant neuron
         changed = {tuple(r) for r, s in zip(bag, after) if tuple(r) != tuple(s)}
         if not translates:
             assert len(changed) <= 1
         sizes = np.cumsum([0] + [len(s) for s in states])
-        states = [block.sa(after[a:b]) for a, b in zip(sizes[:-1], sizes[1:])]
+        states = [block.sa(after[a:b]) for a, b in itertools.pairwise(sizes)]
     assert all({tuple(r) for r in s} == {tuple(r) for r in y} for s, y in zip(states, Y))
 
 
 def test_injective_direction():
-    pts = [(Fraction(0), Fraction(0)), (Fraction(1), Fraction(-1)), (Fraction(2), Fraction(-2)), (Fraction(1), Fraction(0))]
+    pts = [
+        (Fraction(0), Fraction(0)),
+        (Fraction(1), Fraction(-1)),
+        (Fraction(2), Fraction(-2)),
+        (Fraction(1), Fraction(0)),
+    ]
     v = injective_direction(pts, 2)
     assert v[0] == 1 and len({v[0] * a + v[1] * b for a, b in pts}) == len(pts)
     assert v != (1, 1)  # (1, 1) maps the first three points to 0
@@ -155,19 +180,37 @@ def test_injective_direction():
     "inputs, targets, message",
     [
         ([frac([[0, 0], [1, 1]])], [frac([[0, 0], [1, 1], [2, 2]])], "m = 3"),
-        ([frac([[0, 0], [1, 1], [0, 0]])], [frac([[1, 0]])], r"inputs\[0\] repeats the token \(0, 0\)"),
-        ([frac([[0, 0], [1, 1]])], [frac([[2, 2], [2, 2]])], r"targets\[0\] repeats the token \(2, 2\)"),
-        ([frac([[0, 0], [1, 1]]), frac([[1, 1], [0, 0]])], [frac([[1, 0]]), frac([[0, 1]])],
-         r"inputs\[0\] and inputs\[1\] contain the same tokens"),
-        ([np.array([[0], [1]], dtype=object)], [np.array([[1], [2]], dtype=object)], "d = 1 is supported only"),
+        (
+            [frac([[0, 0], [1, 1], [0, 0]])],
+            [frac([[1, 0]])],
+            r"inputs\[0\] repeats the token \(0, 0\)",
+        ),
+        (
+            [frac([[0, 0], [1, 1]])],
+            [frac([[2, 2], [2, 2]])],
+            r"targets\[0\] repeats the token \(2, 2\)",
+        ),
+        (
+            [frac([[0, 0], [1, 1]]), frac([[1, 1], [0, 0]])],
+            [frac([[1, 0]]), frac([[0, 1]])],
+            r"inputs\[0\] and inputs\[1\] contain the same tokens",
+        ),
+        (
+            [np.array([[0], [1]], dtype=object)],
+            [np.array([[1], [2]], dtype=object)],
+            "d = 1 is supported only",
+        ),
         ([frac([[0, 0]])], [frac([[0, 0, 0]])], "dimension 3"),
         ([frac([[0, 0]])], [], "1 input sequences but 0 target"),
         ([], [], "empty"),
         ([frac([[0, 0]])], [np.zeros((0, 2), dtype=object)], "empty"),
         ([np.array([[0.0, float("nan")]])], [frac([[1, 1]])], "accepts only int and Fraction"),
         ([frac([[0, 0]])], [np.array([["a", 1]], dtype=object)], "not a rational number"),
-        ([frac([[0, 0], [1, 1]]), frac([[1, 1], [0, 0]])], [frac([[1, 0]]), frac([[1, 0], [0, 1]])],
-         "their targets differ"),
+        (
+            [frac([[0, 0], [1, 1]]), frac([[1, 1], [0, 0]])],
+            [frac([[1, 0]]), frac([[1, 0], [0, 1]])],
+            "their targets differ",
+        ),
         ([np.array([Fraction(0), Fraction(0)], dtype=object)], [frac([[1, 1]])], "2-D"),
     ],
 )
@@ -198,7 +241,7 @@ def test_random_dataset_arguments():
         random_dataset(2, 2, 3, 2)
     with pytest.raises(ValueError, match="lists of N"):
         random_dataset(2, [2], 1, 2)
-    X, Y = random_dataset(10, 1, 1, 2, seed=0)  # needs a pool of >= 10 tokens
+    X, _Y = random_dataset(10, 1, 1, 2, seed=0)  # needs a pool of >= 10 tokens
     assert len({frozenset(map(tuple, x)) for x in X}) == 10
     X2, _ = random_dataset(10, 1, 1, 2, seed=0)
     assert all(np.array_equal(a, b) for a, b in zip(X, X2))
@@ -211,8 +254,12 @@ def test_block_bound_formulas():
 
 
 def test_ff_layer_counts():
-    layer = FFLayer(Fraction(1), np.zeros((4, 3), dtype=object), np.zeros(4, dtype=object),
-                    np.zeros((3, 4), dtype=object))
+    layer = FFLayer(
+        Fraction(1),
+        np.zeros((4, 3), dtype=object),
+        np.zeros(4, dtype=object),
+        np.zeros((3, 4), dtype=object),
+    )
     assert layer.width == 4 and layer.num_parameters == 1 + 4 * 7 and not layer.is_identity
 
 
@@ -233,7 +280,7 @@ def test_random_dataset_refuses_infeasible_and_bad_sizes():
             random_dataset(bad, 2, 1, 2)
     with pytest.raises(ValueError, match="d = 1 needs"):
         random_dataset(2, 3, 2, 1)
-    X, Y = random_dataset(9, 1, 1, 1, denominator=1, overlap=False)  # exactly the 9 grid points
+    X, _Y = random_dataset(9, 1, 1, 1, denominator=1, overlap=False)  # exactly the 9 grid points
     assert len({tuple(x.flat) for x in X}) == 9
 
 
@@ -254,4 +301,8 @@ def test_equal_means_family_needs_n_minus_one_moves(N):
 def test_dense_parameter_count():
     X, Y = random_dataset(2, 3, [2, 1], 3, seed=0)
     T = construct(X, Y)
-    assert T.dense_parameters == sum(b.ff.num_parameters + 3 * 9 + 1 for b in T.blocks) > T.num_parameters
+    assert (
+        T.dense_parameters
+        == sum(b.ff.num_parameters + 3 * 9 + 1 for b in T.blocks)
+        > T.num_parameters
+    )

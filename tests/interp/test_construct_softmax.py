@@ -11,12 +11,17 @@ import numpy as np
 import pytest
 import torch
 
-from tests.hang_guard import hang_guard
-
 import sxor.interp.certificate as certificate_module
-from sxor.interp import construct, hausdorff_squared, interpolation_errors, random_dataset, softmax_certificate
+from sxor.interp import (
+    construct,
+    hausdorff_squared,
+    interpolation_errors,
+    random_dataset,
+    softmax_certificate,
+)
 from sxor.interp.certificate import propagate_boxes
 from sxor.interp.construct import block_bound
+from tests.hang_guard import hang_guard
 
 
 def frac(rows) -> np.ndarray:
@@ -43,7 +48,13 @@ def test_softmax_network_is_exact_with_a_zero_certificate(seed):
     assert T.attention == "softmax" and 0 < T.tau < T.tau_max
     assert T.num_blocks <= 2 * sum(m) + N <= block_bound(m, "softmax") and T.max_width <= 4
     for scale in (Fraction(99, 100), Fraction(1, 3)):
-        tau = T.tau if scale == Fraction(1, 3) else Fraction(T.tau_max * 0.99) if math.isfinite(T.tau_max) else 7
+        tau = (
+            T.tau
+            if scale == Fraction(1, 3)
+            else Fraction(T.tau_max * 0.99)
+            if math.isfinite(T.tau_max)
+            else 7
+        )
         c = softmax_certificate(T, X, Y, tau)
         assert c["certified"] and c["exact"]
         assert c["hausdorff_bound"] == 0 and type(c["hausdorff_bound"]) is Fraction
@@ -96,7 +107,9 @@ def test_network_is_frozen_and_checks_dimension():
     with pytest.raises(ValueError, match="dimension"):
         T.map([frac([[1, 2, 3]])])
     with pytest.raises(ValueError, match="dimension"):
-        softmax_certificate(T, [frac([[1, 2, 3]]), frac([[0, 1, 1]])], [frac([[1, 1, 1]]), frac([[0, 0, 0]])])
+        softmax_certificate(
+            T, [frac([[1, 2, 3]]), frac([[0, 1, 1]])], [frac([[1, 1, 1]]), frac([[0, 0, 0]])]
+        )
     for bad in (float("nan"), float("inf"), Fraction(0), -1, 0.5):
         with pytest.raises(ValueError, match="tau"):
             T.at_temperature(bad)
@@ -109,7 +122,9 @@ def test_network_is_frozen_and_checks_dimension():
 def test_tau_max_at_ratio_exactly_one():
     X, Y = random_dataset(2, 3, [2, 1], 2, seed=0)
     T = construct(X, Y, attention="softmax")
-    assert dataclasses.replace(T, spread=T.radius).tau_max == math.inf  # log(1) = 0 is never divided by
+    assert (
+        dataclasses.replace(T, spread=T.radius).tau_max == math.inf
+    )  # log(1) = 0 is never divided by
     assert dataclasses.replace(T, spread=T.radius / 2).tau_max == math.inf
     above = dataclasses.replace(T, spread=T.radius * Fraction(1001, 1000)).tau_max
     assert 0 < above < math.inf and above == pytest.approx(float(T.gap) / math.log(1.001))
@@ -122,7 +137,7 @@ def _post_collapse(T, X):
     """Exact hardmax states right after the collapse, and the blocks after it."""
     at = next(k for k, b in enumerate(T.blocks) if b.phase == "collapse")
     hard = dataclasses.replace(T, tau=0, blocks=T.blocks[: at + 1])
-    return hard.map(X), T.blocks[at + 1:]
+    return hard.map(X), T.blocks[at + 1 :]
 
 
 def test_radius_is_exactly_what_the_later_layers_absorb():
@@ -150,7 +165,9 @@ def test_radius_is_exactly_what_the_later_layers_absorb():
                     hi[i] = np.maximum(s[i], moved)
             boxes.append((lo, hi))
         out = propagate_boxes(rest, boxes)
-        return all(certificate_module.box_hausdorff_squared(lo, hi, y) == 0 for (lo, hi), y in zip(out, Y))
+        return all(
+            certificate_module.box_hausdorff_squared(lo, hi, y) == 0 for (lo, hi), y in zip(out, Y)
+        )
 
     clusters = sorted({tuple(r) for s in states for r in s})
     assert all(exact_after(Fraction(1), t, sign) for t in clusters for sign in (1, -1))
@@ -178,7 +195,9 @@ def test_certificate_refuses_a_widened_enclosure(monkeypatch):
     c = softmax_certificate(T, X, Y)
     assert not c["certified"] and not c["exact"] and c["hausdorff_bound"] > 0
     monkeypatch.setattr(certificate_module, "softmax_attention_enclosure", original)
-    assert softmax_certificate(T, X, Y)["exact"]  # the fast path failed, the reference path proves it
+    assert softmax_certificate(T, X, Y)[
+        "exact"
+    ]  # the fast path failed, the reference path proves it
 
 
 def _mp_network(T, X, tau):
@@ -195,10 +214,20 @@ def _mp_network(T, X, tau):
             if not ff.is_identity:
                 new = []
                 for row in x:
-                    hidden = [max(mpmath.mpf(0), sum(mp(ff.U[k, c]) * row[c] for c in range(T.d)) + mp(ff.b[k]))
-                              for k in range(ff.width)]
-                    new.append([mp(ff.eta) * row[r] + sum(mp(ff.W[r, k]) * hidden[k] for k in range(ff.width))
-                                for r in range(T.d)])
+                    hidden = [
+                        max(
+                            mpmath.mpf(0),
+                            sum(mp(ff.U[k, c]) * row[c] for c in range(T.d)) + mp(ff.b[k]),
+                        )
+                        for k in range(ff.width)
+                    ]
+                    new.append(
+                        [
+                            mp(ff.eta) * row[r]
+                            + sum(mp(ff.W[r, k]) * hidden[k] for k in range(ff.width))
+                            for r in range(T.d)
+                        ]
+                    )
                 x = new
             sa = block.sa
             if sa.is_identity:
@@ -221,7 +250,9 @@ def _mp_hausdorff(P, Y):
     with mpmath.workdps(60):
         Yf = [[mpmath.mpf(v.numerator) / v.denominator for v in row] for row in Y]
         D = [[mpmath.sqrt(sum((p[c] - y[c]) ** 2 for c in range(len(y)))) for y in Yf] for p in P]
-        return max(max(min(row) for row in D), max(min(D[i][k] for i in range(len(P))) for k in range(len(Yf))))
+        return max(
+            *(min(row) for row in D), *(min(D[i][k] for i in range(len(P))) for k in range(len(Yf)))
+        )
 
 
 @pytest.mark.parametrize("seed", [2, 4])
@@ -234,11 +265,18 @@ def test_certificate_against_an_independent_high_precision_evaluation(seed):
         c = softmax_certificate(T, X, Y, tau)
         with mpmath.workdps(60):
             true = max(_mp_hausdorff(_mp_network(T, x, tau), y) for x, y in zip(X, Y))
-            assert true <= mpmath.mpf(c["hausdorff_bound"].numerator) / c["hausdorff_bound"].denominator + mpmath.mpf(10) ** -50
+            assert (
+                true
+                <= mpmath.mpf(c["hausdorff_bound"].numerator) / c["hausdorff_bound"].denominator
+                + mpmath.mpf(10) ** -50
+            )
             if c["exact"]:
                 assert true < mpmath.mpf(10) ** -50
             else:  # the rational midpoint path is within 2^-150 of the true output
-                assert abs(true - c["hausdorff"][0 if len(Y) == 1 else int(np.argmax(c["hausdorff"]))]) < 1e-9
+                assert (
+                    abs(true - c["hausdorff"][0 if len(Y) == 1 else int(np.argmax(c["hausdorff"]))])
+                    < 1e-9
+                )
     assert softmax_certificate(T, X, Y, tau_max / 2)["exact"]
     assert not softmax_certificate(T, X, Y, tau_max * 200)["exact"]  # the test can see a failure
 
@@ -254,7 +292,11 @@ def test_certificate_at_tiny_tau_is_exact(tau):
 
 def test_shared_targets_and_targets_among_the_inputs():
     X = [frac([[0, 0], [1, 0], [0, 1]]), frac([[1, 0], [2, 2]]), frac([[3, 1], [1, 1], [0, 0]])]
-    Y = [frac([[1, 0], [2, 2]]), frac([[1, 0], [0, 0]]), frac([[1, 0]])]  # (1, 0) is everyone's target
+    Y = [
+        frac([[1, 0], [2, 2]]),
+        frac([[1, 0], [0, 0]]),
+        frac([[1, 0]]),
+    ]  # (1, 0) is everyone's target
     for attention in ("hardmax", "softmax"):
         T = construct(X, Y, attention=attention)
         assert all(e == 0 for e in interpolation_errors(T, X, Y))
@@ -273,13 +315,15 @@ def test_rank_one_collapse_is_exact_with_the_same_count(seed):
         R = construct(X, Y, attention=attention, collapse="rank-one")
         I = construct(X, Y, attention=attention)
         sa = next(b.sa for b in R.blocks if b.phase == "collapse")
-        assert sa.alpha == 0 and all(c == 1 for c in sa.q) and all(c == 1 for c in sa.k)  # A = 1 1^T
+        assert (
+            sa.alpha == 0 and all(c == 1 for c in sa.q) and all(c == 1 for c in sa.k)
+        )  # A = 1 1^T
         assert R.num_blocks == I.num_blocks and R.num_parameters == I.num_parameters
         assert all(e == 0 for e in interpolation_errors(R, X, Y))
         if attention == "softmax":
             assert softmax_certificate(R, X, Y)["hausdorff_bound"] == 0
     with pytest.raises(ValueError, match="m_j <= 2"):
-        construct(X, [np.concatenate([Y[0], frac([[9, 9, 9][:d]])])] + Y[1:], collapse="rank-one")
+        construct(X, [np.concatenate([Y[0], frac([[9, 9, 9][:d]])]), *Y[1:]], collapse="rank-one")
     with pytest.raises(ValueError, match="collapse must be one of"):
         construct(X, Y, collapse="rank-two")
 
@@ -315,7 +359,7 @@ def test_softmax_construct_with_coordinates_beyond_float_range():
     T = construct(X, Y, attention="softmax")
     assert mpmath.isfinite(T.tau_max_mp) and T.tau_max_mp > mpmath.mpf(10) ** 390
     assert T.tau_max == math.inf  # beyond the float range, as documented
-    assert 0 < T.tau and mpmath.mpf(T.tau.numerator) / T.tau.denominator < T.tau_max_mp
+    assert T.tau > 0 and mpmath.mpf(T.tau.numerator) / T.tau.denominator < T.tau_max_mp
     for tau in (T.tau, T.tau / 1000):
         c = softmax_certificate(T, X, Y, tau)
         assert c["certified"] and c["exact"]
@@ -331,7 +375,7 @@ def test_default_temperature():
     assert default_temperature(mpmath.mpf(3)) == Fraction(3, 2)
     for t in (mpmath.mpf("1e-30"), mpmath.mpf("2.5e400")):
         tau = default_temperature(t)
-        assert 0 < tau and abs(mpmath.mpf(tau.numerator) / tau.denominator / t - 0.5) < 1e-12
+        assert tau > 0 and abs(mpmath.mpf(tau.numerator) / tau.denominator / t - 0.5) < 1e-12
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -341,7 +385,9 @@ def test_softmax_parameter_bound(seed):
     X, Y, m = random_case(seed)
     d = X[0].shape[1]
     S, H = construct(X, Y, attention="softmax"), construct(X, Y)
-    assert S.num_parameters <= parameter_bound(m, d, "softmax") == parameter_bound(m, d) + 10 * d + 8
+    assert (
+        S.num_parameters <= parameter_bound(m, d, "softmax") == parameter_bound(m, d) + 10 * d + 8
+    )
     assert H.num_parameters <= parameter_bound(m, d)
     assert all(b.num_parameters <= 10 * d + 8 for b in S.blocks)
     with pytest.raises(ValueError, match="attention"):
@@ -372,4 +418,6 @@ def test_certificate_box_width():
     assert c["exact"] and c["box_width"] == 0  # every output box is a single target point
     far = softmax_certificate(T, X, Y, Fraction(T.tau_max) * 200)
     assert not far["exact"] and 0 < far["box_width"] < Fraction(1, 10**40)  # tight boxes
-    assert abs(max(far["hausdorff"]) - float(far["hausdorff_bound"])) < 1e-30 + 1e-9 * float(far["hausdorff_bound"])
+    assert abs(max(far["hausdorff"]) - float(far["hausdorff_bound"])) < 1e-30 + 1e-9 * float(
+        far["hausdorff_bound"]
+    )

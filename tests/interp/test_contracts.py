@@ -18,15 +18,24 @@ def test_a_token_tied_with_another_is_not_a_leader():
     # tie, so it attends half to itself. Token 1 = (1, 1) scores 2 against itself: a leader.
     tokens = [[1, 0], [1, 1]]
     assert I.leaders(I.as_exact(tokens), I.identity_matrix(2)) == [1]
-    assert I.leaders(torch.tensor(tokens, dtype=torch.float64), torch.eye(2, dtype=torch.float64)) == [1]
+    assert I.leaders(
+        torch.tensor(tokens, dtype=torch.float64), torch.eye(2, dtype=torch.float64)
+    ) == [1]
     # Two copies of one token split their attention: neither is a leader.
     assert I.leaders(I.as_exact([[2, 0], [2, 0], [0, 1]]), I.identity_matrix(2)) == [2]
 
 
 def test_distinct_points_merges_rows_within_tol_inclusive():
     X = np.array([[0.0, 0.0], [0.0, 0.0], [0.5, 0.0], [2.0, 0.0]])
-    assert I.distinct_points(X).tolist() == [[0.0, 0.0], [0.5, 0.0], [2.0, 0.0]]  # tol = 0: equal rows merge
-    assert I.distinct_points(X, 0.5).tolist() == [[0.0, 0.0], [2.0, 0.0]]  # exactly tol apart: merged
+    assert I.distinct_points(X).tolist() == [
+        [0.0, 0.0],
+        [0.5, 0.0],
+        [2.0, 0.0],
+    ]  # tol = 0: equal rows merge
+    assert I.distinct_points(X, 0.5).tolist() == [
+        [0.0, 0.0],
+        [2.0, 0.0],
+    ]  # exactly tol apart: merged
     assert I.distinct_points(X, 0.25).tolist() == [[0.0, 0.0], [0.5, 0.0], [2.0, 0.0]]
     exact = I.as_exact([[1, 2], [1, 2], [2, 1]])
     assert I.distinct_points(exact).tolist() == I.as_exact([[1, 2], [2, 1]]).tolist()

@@ -17,7 +17,9 @@ def test_as_exact_refuses_floats_and_from_floats_converts_exactly():
         with pytest.raises(ValueError):
             exact.as_exact(bad)
     out = exact.from_floats([0.1, 2, Fraction(1, 3)])
-    assert out.tolist() == [Fraction(0.1), Fraction(2), Fraction(1, 3)] and Fraction(0.1) != Fraction(1, 10)
+    assert out.tolist() == [Fraction(0.1), Fraction(2), Fraction(1, 3)] and Fraction(
+        0.1
+    ) != Fraction(1, 10)
     for bad in ([float("nan")], [float("inf")], torch.tensor([1j])):
         with pytest.raises(ValueError):
             exact.from_floats(bad)
@@ -37,7 +39,9 @@ def test_dot_mean_projections_l1():
         exact.exact_tokens([1, 2])
 
 
-@pytest.mark.parametrize("x", [Fraction(0), Fraction(4, 9), Fraction(2), Fraction(10**40 + 7, 3), Fraction(1, 10**30)])
+@pytest.mark.parametrize(
+    "x", [Fraction(0), Fraction(4, 9), Fraction(2), Fraction(10**40 + 7, 3), Fraction(1, 10**30)]
+)
 def test_sqrt_upper_is_an_upper_bound_and_tight(x):
     r = exact.sqrt_upper(x)
     assert isinstance(r, Fraction) and r * r >= x

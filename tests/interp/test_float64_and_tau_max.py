@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 
@@ -26,7 +27,9 @@ def _float_hausdorff(T, X, Y) -> float:
     worst = 0.0
     for x, y in zip(X, Y):
         out = T(torch.tensor(np.array(x, dtype=np.float64)))
-        worst = max(worst, float(hausdorff_squared(out, torch.tensor(np.array(y, dtype=np.float64)))) ** 0.5)
+        worst = max(
+            worst, float(hausdorff_squared(out, torch.tensor(np.array(y, dtype=np.float64)))) ** 0.5
+        )
     return worst
 
 
@@ -58,14 +61,16 @@ def test_the_line_projection_works_at_unit_scale():
 def test_conditioned_direction_is_injective_and_better_spread_than_the_moment_curve():
     rng = np.random.default_rng(0)
     for d in (2, 5, 20):
-        values = {tuple(Fraction(int(a), 3) for a in rng.integers(-12, 13, size=d)) for _ in range(15)}
+        values = {
+            tuple(Fraction(int(a), 3) for a in rng.integers(-12, 13, size=d)) for _ in range(15)
+        }
         w = conditioned_direction(values, d)
         proj = sorted(sum(a * b for a, b in zip(w, x)) for x in values)
         assert len(set(proj)) == len(values)
-        gap, spread = min(b - a for a, b in zip(proj, proj[1:])), proj[-1] - proj[0]
+        gap, spread = min(b - a for a, b in itertools.pairwise(proj)), proj[-1] - proj[0]
         m = injective_direction(values, d)
         mproj = sorted(sum(a * b for a, b in zip(m, x)) for x in values)
-        mgap, mspread = min(b - a for a, b in zip(mproj, mproj[1:])), mproj[-1] - mproj[0]
+        mgap, mspread = min(b - a for a, b in itertools.pairwise(mproj)), mproj[-1] - mproj[0]
         assert gap / spread >= mgap / mspread
     # a set on which no small-integer candidate is injective still gets an injective direction
     assert conditioned_direction({(Fraction(0),), (Fraction(1),)}, 1) == (Fraction(1),)
@@ -75,7 +80,11 @@ def test_conditioned_direction_is_injective_and_better_spread_than_the_moment_cu
 
 def _exact_tau_max(T) -> mpmath.mpf:
     g, s, r = T.gap, T.spread, T.radius
-    return mpmath.mpf(g.numerator) / g.denominator / mpmath.log(mpmath.mpf((s / r).numerator) / (s / r).denominator)
+    return (
+        mpmath.mpf(g.numerator)
+        / g.denominator
+        / mpmath.log(mpmath.mpf((s / r).numerator) / (s / r).denominator)
+    )
 
 
 def test_tau_max_is_rounded_down_on_thirty_datasets():

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from sxor.interp import as_exact, attention_weights, feed_forward, hausdorff, hausdorff_squared, self_attention
+from sxor.interp import (
+    as_exact,
+    attention_weights,
+    feed_forward,
+    hausdorff,
+    hausdorff_squared,
+    self_attention,
+)
 
 
 def rand_frac(rng: random.Random, lo: int = -5, hi: int = 5, den: int = 7) -> Fraction:
@@ -69,7 +76,12 @@ def ref_hausdorff_sq(P, Q):
 def test_feed_forward_exact_matches_reference(seed):
     rng = random.Random(seed)
     n, d, w = rng.randint(1, 6), rng.randint(1, 4), rng.randint(1, 4)
-    X, W, U, b = rand_matrix(rng, n, d), rand_matrix(rng, d, w), rand_matrix(rng, w, d), rand_matrix(rng, w)
+    X, W, U, b = (
+        rand_matrix(rng, n, d),
+        rand_matrix(rng, d, w),
+        rand_matrix(rng, w, d),
+        rand_matrix(rng, w),
+    )
     eta = rand_frac(rng)
     out = feed_forward(X, eta, W, U, b)
     assert all_fractions(out)
@@ -91,7 +103,9 @@ def test_exact_path_integers_become_fractions():
     X = np.array([[1, 2], [3, 4]], dtype=object)
     I = np.eye(2, dtype=int)
     assert all_fractions(self_attention(X, I, 0, I))
-    assert all_fractions(feed_forward(X, 1, np.zeros((2, 1), dtype=int), np.zeros((1, 2), dtype=int), [0]))
+    assert all_fractions(
+        feed_forward(X, 1, np.zeros((2, 1), dtype=int), np.zeros((1, 2), dtype=int), [0])
+    )
     assert all_fractions(attention_weights(X, I))
 
 
@@ -102,8 +116,12 @@ def test_exact_path_integers_become_fractions():
         lambda X, I: self_attention(X, np.eye(2), 0, I),  # float numpy A
         lambda X, I: self_attention(X, I, 0, torch.eye(2, dtype=torch.float64)),  # float tensor V
         lambda X, I: feed_forward(X, 1.0, I, I, [0, 0]),  # float eta
-        lambda X, I: feed_forward(X, 1, I, I, np.array([0, 0.25], dtype=object)),  # float inside object array
-        lambda X, I: self_attention(np.array([[Fraction(1), 0.5], [1, 2]], dtype=object), I, 0, I),  # float token
+        lambda X, I: feed_forward(
+            X, 1, I, I, np.array([0, 0.25], dtype=object)
+        ),  # float inside object array
+        lambda X, I: self_attention(
+            np.array([[Fraction(1), 0.5], [1, 2]], dtype=object), I, 0, I
+        ),  # float token
         lambda X, I: hausdorff_squared(X, np.array([[0.5, 1.0]])),  # float set against exact set
     ],
 )
@@ -198,7 +216,9 @@ def test_softmax_matches_direct_formula_and_is_stable():
     assert np.allclose(out.numpy(), expected, rtol=1e-12, atol=1e-12)
     # scores of size 1e6 at tau = 1e-3: naive exp overflows, the layer does not
     big = attention_weights(1000 * X, A, tau=1e-3)
-    assert bool(torch.isfinite(big).all()) and torch.allclose(big.sum(-1), torch.ones(5, dtype=torch.float64))
+    assert bool(torch.isfinite(big).all()) and torch.allclose(
+        big.sum(-1), torch.ones(5, dtype=torch.float64)
+    )
 
 
 def test_softmax_tends_to_hardmax():
@@ -215,7 +235,11 @@ def test_batching_and_dtype():
     X = torch.randn(4, 5, 3, generator=g, dtype=torch.float32)
     A = torch.randn(3, 3, generator=g)
     V = torch.randn(3, 3, generator=g)
-    U, b, W = torch.randn(2, 3, generator=g), torch.randn(2, generator=g), torch.randn(3, 2, generator=g)
+    U, b, W = (
+        torch.randn(2, 3, generator=g),
+        torch.randn(2, generator=g),
+        torch.randn(3, 2, generator=g),
+    )
     for tau in (0, 0.5):
         out = self_attention(X, A, 0.5, V, tau=tau)
         assert out.dtype == torch.float32 and out.shape == X.shape
@@ -252,7 +276,9 @@ def test_hausdorff_exact_matches_reference(seed):
     assert isinstance(sq, Fraction) and sq == ref_hausdorff_sq(P.tolist(), Q.tolist())
     assert sq == hausdorff_squared(Q, P)
     assert abs(hausdorff(P, Q) - mpmath.sqrt(mpmath.mpf(sq.numerator) / sq.denominator)) == 0
-    assert np.isclose(float(hausdorff(P.astype(float), Q.astype(float))), float(sq) ** 0.5, rtol=1e-12)
+    assert np.isclose(
+        float(hausdorff(P.astype(float), Q.astype(float))), float(sq) ** 0.5, rtol=1e-12
+    )
 
 
 def test_hausdorff_zero_exactly_for_same_set():
@@ -286,7 +312,9 @@ def test_bad_input_names_the_problem():
     with pytest.raises(ValueError, match="empty sequence"):
         self_attention(torch.zeros(0, 2, dtype=torch.float64), I, 0, I)
     with pytest.raises(ValueError, match="empty sequence"):
-        self_attention(np.empty((0, 2), dtype=object), np.eye(2, dtype=int), 0, np.eye(2, dtype=int))
+        self_attention(
+            np.empty((0, 2), dtype=object), np.eye(2, dtype=int), 0, np.eye(2, dtype=int)
+        )
     with pytest.raises(ValueError, match=r"\[\.\.\., n, d\]"):
         self_attention(torch.zeros(3, dtype=torch.float64), I, 0, I)
     with pytest.raises(ValueError, match="U must have shape"):

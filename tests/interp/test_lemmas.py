@@ -15,15 +15,15 @@ from sxor.interp.lemmas import (
     box_violations,
     identity_layer,
     outermost_tokens,
-    rank_one_layer,
-    rank_one_prediction,
-    rank_one_sets,
-    rank_one_violations,
     random_box_instance,
     random_grid_box_instance,
     random_rank_one_instance,
     random_rationals,
     random_sphere_instance,
+    rank_one_layer,
+    rank_one_prediction,
+    rank_one_sets,
+    rank_one_violations,
     rational_sphere_point,
 )
 
@@ -119,7 +119,9 @@ def test_sphere_lemma_random(seed):
 
 def test_sphere_failure_token_outside():
     R = 5
-    X = np.stack([rational_sphere_point([Fraction(1, 2)], R), rational_sphere_point([2], R)])  # (4, -3), (4, 3)
+    X = np.stack(
+        [rational_sphere_point([Fraction(1, 2)], R), rational_sphere_point([2], R)]
+    )  # (4, -3), (4, 3)
     assert rows(X) == [[4, -3], [4, 3]]
     Y = np.concatenate([X, as_exact([[6, -2]])])  # |(6, -2)|^2 = 40 > 25
     out = self_attention(Y, **identity_layer(2))

@@ -7,6 +7,7 @@ b / a >= beta*, the bound beta* <= r(M) < 1/M on the circle and the rank-one bou
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -14,7 +15,12 @@ import pytest
 import torch
 
 from sxor.interp import (
-    as_exact, construct, interpolation_errors, random_dataset, self_attention, softmax_certificate,
+    as_exact,
+    construct,
+    interpolation_errors,
+    random_dataset,
+    self_attention,
+    softmax_certificate,
 )
 from sxor.interp.construct import _parking_spot, collapse_layer, ellipse_parking_spots
 from sxor.interp.dataset import equal_means_dataset
@@ -42,10 +48,15 @@ def test_low_rank_collapse_interpolates_exactly_with_the_same_blocks(seed):
     X, Y = _dataset(seed)
     d = X[0].shape[1]
     I = construct(X, Y)
-    for a, b in WEIGHTS[seed % 2::2] if seed < 6 else WEIGHTS:
+    for a, b in WEIGHTS[seed % 2 :: 2] if seed < 6 else WEIGHTS:
         T = construct(X, Y, collapse="low-rank", low_rank=(a, b))
         A = _collapse_sa(T).A
-        assert A.tolist() == (Fraction(a) * np.eye(d, dtype=int) + Fraction(b) * np.ones((d, d), dtype=int)).tolist()
+        assert (
+            A.tolist()
+            == (
+                Fraction(a) * np.eye(d, dtype=int) + Fraction(b) * np.ones((d, d), dtype=int)
+            ).tolist()
+        )
         assert all(e == 0 for e in interpolation_errors(T, X, Y))
         assert T.num_blocks == I.num_blocks and T.phase_counts() == I.phase_counts()
         assert T.num_parameters == I.num_parameters and T.max_width <= 4
@@ -62,7 +73,9 @@ def test_low_rank_collapse_lemma_on_the_states_it_sees(seed):
     parked = []
     for before, after, y in zip(snap["leaders"], snap["collapse"], Y):
         m = y.shape[0]
-        assert [tuple(r) for r in after[:m]] == [tuple(r) for r in before[:m]]  # leader and parked fixed
+        assert [tuple(r) for r in after[:m]] == [
+            tuple(r) for r in before[:m]
+        ]  # leader and parked fixed
         assert all(tuple(r) == tuple(before[0]) for r in after[m:])  # bulk -> leader
         parked += [tuple(r) for r in before[1:m]]
     norms = {dot(q, [sa.alpha * c + sa.q[0] * sum(q) for c in q]) for q in parked}  # q^T A q
@@ -75,7 +88,9 @@ def test_b_zero_gives_back_the_identity_network():
     assert _collapse_sa(T).A.tolist() == _collapse_sa(I).A.tolist()
     assert [b.ff.W.tolist() for b in T.blocks] == [b.ff.W.tolist() for b in I.blocks]
     assert [tuple(map(tuple, o)) for o in T.map(X)] == [tuple(map(tuple, o)) for o in I.map(X)]
-    assert ellipse_parking_spots(4, 7, 3, 1, 0) == [_parking_spot(i, 4, Fraction(7), 3) for i in range(1, 5)]
+    assert ellipse_parking_spots(4, 7, 3, 1, 0) == [
+        _parking_spot(i, 4, Fraction(7), 3) for i in range(1, 5)
+    ]
 
 
 @pytest.mark.parametrize("a, b", [(1, 1), (Fraction(1, 50), 3), (5, Fraction(1, 7))])
@@ -124,17 +139,25 @@ def test_the_circle_parking_fails_exactly_at_the_threshold():
     import dataclasses
 
     k = next(i for i, blk in enumerate(I.blocks) if blk.phase == "collapse")
-    bad = dataclasses.replace(I, blocks=I.blocks[:k] + (dataclasses.replace(
-        I.blocks[k], sa=collapse_layer(2, "low-rank", (1, 1))),) + I.blocks[k + 1:])
+    bad = dataclasses.replace(
+        I,
+        blocks=(
+            *I.blocks[:k],
+            dataclasses.replace(I.blocks[k], sa=collapse_layer(2, "low-rank", (1, 1))),
+            *I.blocks[k + 1 :],
+        ),
+    )
     assert any(e != 0 for e in interpolation_errors(bad, X, Y))
     assert all(e == 0 for e in interpolation_errors(construct(X, Y, collapse="low-rank"), X, Y))
 
 
 def test_threshold_shrinks_as_the_circle_fills():
     r = Fraction(10)
-    betas = [low_rank_threshold(as_exact([_parking_spot(i, M, r, 2) for i in range(1, M + 1)]), [1, 1])
-             for M in (2, 4, 8, 16, 32)]
-    assert all(x > y for x, y in zip(betas, betas[1:]))
+    betas = [
+        low_rank_threshold(as_exact([_parking_spot(i, M, r, 2) for i in range(1, M + 1)]), [1, 1])
+        for M in (2, 4, 8, 16, 32)
+    ]
+    assert all(x > y for x, y in itertools.pairwise(betas))
     assert betas[-1] < Fraction(1, 50)
 
 
@@ -150,8 +173,13 @@ def test_a_rank_one_layer_leaves_at_most_three_values(seed):
 
 
 def test_collapse_layer_low_rank_refuses_bad_weights():
-    for bad, match in (((0, 1), "a > 0"), ((1, -1), "b >= 0"), ((1.0, 1), "float"), ((1,), "pair"),
-                       ("11", "pair")):
+    for bad, match in (
+        ((0, 1), "a > 0"),
+        ((1, -1), "b >= 0"),
+        ((1.0, 1), "float"),
+        ((1,), "pair"),
+        ("11", "pair"),
+    ):
         with pytest.raises(ValueError, match=match):
             collapse_layer(2, "low-rank", bad)
 
@@ -167,12 +195,18 @@ def test_every_m_from_one_to_eight_in_one_dataset(d):
 
 
 def test_ellipse_spots_refuse_non_int_sizes():
-    for call in (lambda: ellipse_parking_spots(3.0, 1, 2, 1, 1), lambda: ellipse_parking_spots(3, 1, True, 1, 1)):
+    for call in (
+        lambda: ellipse_parking_spots(3.0, 1, 2, 1, 1),
+        lambda: ellipse_parking_spots(3, 1, True, 1, 1),
+    ):
         with pytest.raises(TypeError, match="must be an int"):
             call()
 
 
-@pytest.mark.parametrize("m, d, low_rank", [(30, 2, (1, 10**6)), (30, 3, (Fraction(1, 10**9), 1)), (24, 4, (7, Fraction(1, 3)))])
+@pytest.mark.parametrize(
+    "m, d, low_rank",
+    [(30, 2, (1, 10**6)), (30, 3, (Fraction(1, 10**9), 1)), (24, 4, (7, Fraction(1, 3)))],
+)
 def test_large_m_and_extreme_weights(m, d, low_rank):
     # the lemma holds for every m_j; the tests above stop at 8: one sequence with m_j = 30, b/a = 10^6
     # (nearly rank one) and a = 10^-9
@@ -189,7 +223,9 @@ def test_many_ellipse_spots_with_extreme_weights(a, b):
     a, b = Fraction(a), Fraction(b)
     assert len(set(spots)) == 200
     assert len({a * (q[0] ** 2 + q[1] ** 2) + b * (q[0] + q[1]) ** 2 for q in spots}) == 1
-    assert all(q[0] < 0 and q[1] < 0 and q[2] == 0 and q[0] ** 2 + q[1] ** 2 >= rho ** 2 for q in spots)
+    assert all(
+        q[0] < 0 and q[1] < 0 and q[2] == 0 and q[0] ** 2 + q[1] ** 2 >= rho**2 for q in spots
+    )
 
 
 def test_leader_phase_refuses_a_bad_metric_even_with_nothing_parked():

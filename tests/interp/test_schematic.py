@@ -10,19 +10,22 @@ import pytest
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Circle, Rectangle  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import Circle, Rectangle
 
-from sxor.interp import construct, random_dataset  # noqa: E402
-from sxor.interp.schematic import PHASE_TITLES, plot_phases  # noqa: E402
+from sxor.interp import construct, random_dataset
+from sxor.interp.schematic import PHASE_TITLES, plot_phases
 
 
 def tokens(*rows):
     return np.array([[Fraction(v) for v in r] for r in rows], dtype=object)
 
 
-X = [tokens((0, 0), (2, 2), (1, 0), (1, 2)), tokens((2, 0), (0, 2), (1, 0), (1, 2)),
-     tokens((0, 0), (2, 0), (1, 1), (0, 2), (2, 2))]
+X = [
+    tokens((0, 0), (2, 2), (1, 0), (1, 2)),
+    tokens((2, 0), (0, 2), (1, 0), (1, 2)),
+    tokens((0, 0), (2, 0), (1, 1), (0, 2), (2, 2)),
+]
 Y = [tokens((4, 1)), tokens((-1, 3), (3, 4)), tokens((1, -2))]
 
 
@@ -66,7 +69,9 @@ def test_refuses_what_it_cannot_draw():
         plot_phases(T, X, Y, fontsize=0)
     with pytest.raises(TypeError, match="sequences"):
         plot_phases(T, "abc", Y)
-    Xm, Ym = random_dataset(3, 4, 1, 2, seed=0)  # every m_j = 1: the mean route has no phases to draw
+    Xm, Ym = random_dataset(
+        3, 4, 1, 2, seed=0
+    )  # every m_j = 1: the mean route has no phases to draw
     with pytest.raises(ValueError, match="leader"):
         plot_phases(construct(Xm, Ym), Xm, Ym)
     X3, Y3 = random_dataset(2, 4, 2, 3, seed=0)

@@ -63,7 +63,10 @@ def test_nonmax_weight_within_bound_and_sharp(seed):
     assert abs(float(mpmath.log(eps)) - float(log_nonmax_weight(X, A, 0.05)[0])) < 1e-9
     # the bound is attained when every other score sits exactly gap below the top
     Y = as_exact([[1, 0], [0, 0], [0, 1]])  # query 0: scores 1, 0, 0 -> gap 1, k 1
-    assert abs(float(log_nonmax_weight(Y, A, 0.5)[0]) - float(log_nonmax_weight_bound(3, 1, 1.0, 0.5))) < 1e-12
+    assert (
+        abs(float(log_nonmax_weight(Y, A, 0.5)[0]) - float(log_nonmax_weight_bound(3, 1, 1.0, 0.5)))
+        < 1e-12
+    )
 
 
 def test_softmax_deviation_identity():
@@ -87,7 +90,9 @@ def test_softmax_collapses_tokens_with_equal_scores_exactly():
     A = torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=torch.float64)  # v = e1: tokens 0 and 1 tie
     out = self_attention(X, A, 0, torch.eye(2, dtype=torch.float64), tau=0.5)
     assert torch.equal(out[0], out[1])
-    out0 = self_attention(X, torch.zeros(2, 2, dtype=torch.float64), 0, torch.eye(2, dtype=torch.float64), tau=0.5)
+    out0 = self_attention(
+        X, torch.zeros(2, 2, dtype=torch.float64), 0, torch.eye(2, dtype=torch.float64), tau=0.5
+    )
     assert torch.allclose(out0, X.mean(0).expand(3, 2), atol=1e-15)
 
 
@@ -110,7 +115,9 @@ def test_softmax_never_reaches_an_extreme_token():
 def test_snap_layer_exact_and_float():
     v, p, q = [1, 2], [Fraction(1, 3), 5], [1, 0]
     params = snap_layer(v, 3, Fraction(1, 2), p, q)
-    X = as_exact([[3, 0], [1, Fraction(5, 4)], [1, Fraction(3, 4)], [0, 0], [2, 2]])  # <v,x> = 3, 7/2, 5/2, 0, 6
+    X = as_exact(
+        [[3, 0], [1, Fraction(5, 4)], [1, Fraction(3, 4)], [0, 0], [2, 2]]
+    )  # <v,x> = 3, 7/2, 5/2, 0, 6
     out = feed_forward(X, **params)
     assert [list(r) for r in out[:3]] == [p, p, p]
     assert list(out[3]) == [Fraction(1, 3) - Fraction(5, 2), 5]  # p + q (<v,x> - s + h)
@@ -133,7 +140,9 @@ def test_feed_forward_enclosure_contains_samples_and_is_exact_on_slab():
         y = feed_forward(lo + t * (hi - lo), Fraction(1, 2), W, U, b)
         assert all(out_lo[i, c] <= y[i, c] <= out_hi[i, c] for i in range(3) for c in range(2))
     snap = snap_layer([1, 0], 0, 1, [7, 7], [0, 1])
-    slo, shi = feed_forward_enclosure(as_exact([[Fraction(-1, 2), -9]]), as_exact([[Fraction(1, 2), 9]]), **snap)
+    slo, shi = feed_forward_enclosure(
+        as_exact([[Fraction(-1, 2), -9]]), as_exact([[Fraction(1, 2), 9]]), **snap
+    )
     assert list(slo[0]) == list(shi[0]) == [7, 7]
 
 
@@ -148,7 +157,9 @@ def test_snap_temperature_bound_is_below_measured_threshold():
         tokens = [i for i, t in enumerate(proj) if t > 0]
         bound = snap_temperature_bound(X, p["A"], 0, p["V"], v, s, h, tokens)
         per_token = snap_temperature_bound(X, p["A"], 0, p["V"], v, s, h, tokens, kind="per-token")
-        measured = largest_snapping_temperature(X, p["A"], 0, p["V"], v, s, h, tokens, num=41, refine=20)
+        measured = largest_snapping_temperature(
+            X, p["A"], 0, p["V"], v, s, h, tokens, num=41, refine=20
+        )
         assert 0 < bound <= per_token <= measured  # the per-token bound is the sharper one here
         assert lands_in_slab(X, p["A"], 0, p["V"], 0.99 * measured, v, s, h, tokens)
         assert not lands_in_slab(X, p["A"], 0, p["V"], 1.5 * measured, v, s, h, tokens)
@@ -157,7 +168,9 @@ def test_snap_temperature_bound_is_below_measured_threshold():
         lo, hi = softmax_attention_enclosure(X, p["A"], 0, p["V"], tau, prec=120)
         snap = snap_layer(v, s, h, X[proj.index(s)], v)
         slo, shi = feed_forward_enclosure(lo[tokens], hi[tokens], **snap)
-        assert all(list(slo[k]) == list(shi[k]) == list(X[proj.index(s)]) for k in range(len(tokens)))
+        assert all(
+            list(slo[k]) == list(shi[k]) == list(X[proj.index(s)]) for k in range(len(tokens))
+        )
 
 
 def test_enclosure_contains_float_softmax():
@@ -190,12 +203,24 @@ def test_trajectory_float_matches_exact():
     g = torch.Generator().manual_seed(4)
     X, I = random_rationals((6, 2), g), identity_matrix(2)
     exact = attention_trajectory(X, I, Fraction(1, 4), I * Fraction(3, 4), 0, 4)
-    flt = attention_trajectory(torch.as_tensor(np.asarray(X, dtype=np.float64)), np.eye(2), 0.25, 0.75 * np.eye(2), 0, 4)
+    flt = attention_trajectory(
+        torch.as_tensor(np.asarray(X, dtype=np.float64)), np.eye(2), 0.25, 0.75 * np.eye(2), 0, 4
+    )
     assert np.allclose(np.asarray(exact, dtype=np.float64), flt.numpy(), atol=1e-12)
 
 
 def test_distinct_points_and_hull():
-    X = as_exact([[0, 0], [1, 0], [1, 0], [1, 1], [0, 1], [Fraction(1, 2), Fraction(1, 2)], [Fraction(1, 2), 0]])
+    X = as_exact(
+        [
+            [0, 0],
+            [1, 0],
+            [1, 0],
+            [1, 1],
+            [0, 1],
+            [Fraction(1, 2), Fraction(1, 2)],
+            [Fraction(1, 2), 0],
+        ]
+    )
     assert len(distinct_points(X)) == 6
     assert sorted(convex_hull_2d(X)) == [0, 1, 3, 4]
     Xf = np.array([[0.0, 0.0], [1e-9, 0.0], [1.0, 1.0]])
@@ -249,8 +274,8 @@ def test_plot_tokens_marks_multiplicity_and_targets():
     Y = [as_exact([[4, 1]]), as_exact([[-1, 3], [3, 4]])]
     fig, ax = plt.subplots()
     plot_tokens(ax, X, Y, title="t")
-    assert len(ax.collections) == 4                     # two sequences, two target sets
-    sizes = sorted(ax.collections[0].get_sizes())        # the doubled token is drawn larger
+    assert len(ax.collections) == 4  # two sequences, two target sets
+    sizes = sorted(ax.collections[0].get_sizes())  # the doubled token is drawn larger
     assert sizes == [40, 65]
     assert ax.get_legend() is not None and ax.get_title() == "t" and ax.get_xlabel() == "$x_1$"
     legend = ax.get_legend()
@@ -264,14 +289,21 @@ def test_plot_tokens_marks_multiplicity_and_targets():
         plot_tokens(ax, [as_exact([[1, 2, 3]])])
     plt.close(fig)
 
+
 def test_snap_layers_collapse_clusters_in_higher_dimension():
     # three clusters in R^4 with separated projections on v: three width-3 snap layers, the
     # first maps onto the line p + R q, the next two act on that line (q = v / |v|^2)
     g = torch.Generator().manual_seed(12)
     v = as_exact([1, 2, 0, -1])
     q = v / sum(c * c for c in v)
-    centres = [as_exact([3, 0, 1, 0]), as_exact([0, 0, 5, 0]), as_exact([-2, 0, 0, 3])]  # <v, c> = 3, 0, -5
-    X = np.concatenate([c + random_rationals((5, 4), g, bound=1, den=50) / 20 for c in centres])  # |<v, noise>| <= 1/5
+    centres = [
+        as_exact([3, 0, 1, 0]),
+        as_exact([0, 0, 5, 0]),
+        as_exact([-2, 0, 0, 3]),
+    ]  # <v, c> = 3, 0, -5
+    X = np.concatenate(
+        [c + random_rationals((5, 4), g, bound=1, den=50) / 20 for c in centres]
+    )  # |<v, noise>| <= 1/5
     h = Fraction(1, 2)
     Y = X
     for k, c in enumerate(centres):
@@ -280,7 +312,7 @@ def test_snap_layers_collapse_clusters_in_higher_dimension():
         s = sum(a * b for a, b in zip(c, v)) + (h if k else 0)
         Y = feed_forward(Y, **snap_layer(v, s, h, c, q))
     assert len({tuple(r) for r in Y}) == 3
-    assert all(len({tuple(r) for r in Y[5 * k:5 * k + 5]}) == 1 for k in range(3))
+    assert all(len({tuple(r) for r in Y[5 * k : 5 * k + 5]}) == 1 for k in range(3))
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
@@ -310,7 +342,11 @@ def test_enclosure_at_tiny_tau_contains_hardmax_limit():
 
 def test_feed_forward_enclosure_is_exact_where_the_layer_is_affine():
     lo, hi = as_exact([[1, 0]]), as_exact([[2, 0]])
-    W, U, b = as_exact([[-1], [0]]), as_exact([[1, 0]]), as_exact([0])  # x -> x - relu(x_1) e_1 = (0, x_2)
+    W, U, b = (
+        as_exact([[-1], [0]]),
+        as_exact([[1, 0]]),
+        as_exact([0]),
+    )  # x -> x - relu(x_1) e_1 = (0, x_2)
     out_lo, out_hi = feed_forward_enclosure(lo, hi, 1, W, U, b)
     assert list(out_lo[0]) == list(out_hi[0]) == [0, 0]  # naive interval arithmetic gives [-1, 1]
 
@@ -325,10 +361,14 @@ def test_feed_forward_enclosure_affine_branch_is_sound_and_tight(seed):
     lo, hi = centre - Fraction(1, 1000), centre + Fraction(1, 1000)  # small boxes: constant pattern
     out_lo, out_hi = feed_forward_enclosure(lo, hi, Fraction(1, 3), W, U, b)
     for i in range(2):
-        corners = [np.array([(lo if c else hi)[i, k] for k, c in enumerate(bits)], dtype=object)
-                   for bits in itertools.product((0, 1), repeat=3)]
+        corners = [
+            np.array([(lo if c else hi)[i, k] for k, c in enumerate(bits)], dtype=object)
+            for bits in itertools.product((0, 1), repeat=3)
+        ]
         images = feed_forward(np.stack(corners), Fraction(1, 3), W, U, b)
-        for r in range(3):  # every corner inside, and the bounds attained (an affine map's box image)
+        for r in range(
+            3
+        ):  # every corner inside, and the bounds attained (an affine map's box image)
             assert all(out_lo[i, r] <= y <= out_hi[i, r] for y in images[:, r])
             pre = [lo[i] @ U[k] + b[k] for k in range(4)]
             if all(abs(p) > Fraction(3, 1000) * 8 for p in pre):

@@ -7,8 +7,17 @@ import torch
 
 from sxor.experiments.regularised_training import plot_regularised, run_runs
 from sxor.interp.layers import feed_forward, self_attention
-from sxor.interp.training import (block, init_parameters, log_spaced_steps, loss, perturbed, sq_norm, tikhonov_data,
-                                  train, warm_start_sweep)
+from sxor.interp.training import (
+    block,
+    init_parameters,
+    log_spaced_steps,
+    loss,
+    perturbed,
+    sq_norm,
+    tikhonov_data,
+    train,
+    warm_start_sweep,
+)
 
 torch.set_num_threads(1)
 
@@ -26,8 +35,10 @@ def test_theta_star_interpolates_exactly():
     assert data.X.shape == (4, 7, 5) and data.Y.shape == (4, 1, 5)
     assert float(loss(data.X, data.Y, data.theta_star)) < 1e-24
     out = block(data.X, data.theta_star)
-    assert torch.allclose(out, out[:, :1].expand_as(out), atol=1e-12, rtol=0)  # one point per sequence
-    manual = sum(float((p ** 2).sum()) for p in data.theta_star.values())
+    assert torch.allclose(
+        out, out[:, :1].expand_as(out), atol=1e-12, rtol=0
+    )  # one point per sequence
+    manual = sum(float((p**2).sum()) for p in data.theta_star.values())
     assert abs(data.theta_star_sq_norm - manual) < 1e-12
     assert data.theta_star["rho"] == 0 and data.theta_star["eta"] == 1
 
@@ -93,7 +104,11 @@ def test_bad_arguments():
 
 def test_init_and_perturbed():
     th = init_parameters(6, width=3, seed=0)
-    assert float(th["rho"].detach()) == 0 and float(th["eta"].detach()) == 0 and th["W"].shape == (6, 3)
+    assert (
+        float(th["rho"].detach()) == 0
+        and float(th["eta"].detach()) == 0
+        and th["W"].shape == (6, 3)
+    )
     assert all(p.requires_grad for p in th.values())
     data = tikhonov_data(N=2, n=3, d=6, width=3)
     copy = perturbed(data.theta_star, 0.0)
@@ -144,23 +159,48 @@ def test_grad_norm_is_the_gradient_of_the_objective():
     eps = 0.05
     out = train(data, th, eps, 5, lr=1e-3, record=0)
     params = list(th.values())
-    J = loss(data.X, data.Y, th) + eps / 2 * sum((p ** 2).sum() for p in params)
+    J = loss(data.X, data.Y, th) + eps / 2 * sum((p**2).sum() for p in params)
     g = torch.autograd.grad(J, params)
-    assert abs(out["grad_norm"] - float(torch.sqrt(sum((x ** 2).sum() for x in g)))) < 1e-10
-    assert abs(out["objective"] - float(J.detach())) < 1e-12 and out["min_objective"] <= out["objective"] + 1e-15
+    assert abs(out["grad_norm"] - float(torch.sqrt(sum((x**2).sum() for x in g)))) < 1e-10
+    assert (
+        abs(out["objective"] - float(J.detach())) < 1e-12
+        and out["min_objective"] <= out["objective"] + 1e-15
+    )
 
 
 def test_regularised_runs_records_and_plot():
-    records = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=20,
-                       sweep_epsilons=[1e-1, 1e-2], sweep_steps=[10, 15])
-    assert [(r["run"], r["stage"], r["steps"]) for r in records] == [("single", 0, 20), ("sweep", 0, 10), ("sweep", 1, 15)]
+    records = run_runs(
+        N=3,
+        n=4,
+        d=3,
+        lr=1e-2,
+        dtype="float64",
+        single_epsilon=1e-3,
+        single_steps=20,
+        sweep_epsilons=[1e-1, 1e-2],
+        sweep_steps=[10, 15],
+    )
+    assert [(r["run"], r["stage"], r["steps"]) for r in records] == [
+        ("single", 0, 20),
+        ("sweep", 0, 10),
+        ("sweep", 1, 15),
+    ]
     for r in records:
         assert r["loss"] >= 0 and abs(r["bound"] - 2 * r["objective_star"]) < 1e-12
         assert r["curve"][0][0] == 1 and r["curve"][-1][0] == r["steps"]
         assert r["min_loss"] <= r["loss"] and r["objective"] >= r["loss"]
     with pytest.raises(ValueError, match="dtype"):
-        run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float16", single_epsilon=1e-3, single_steps=2,
-                 sweep_epsilons=[1e-1], sweep_steps=[2])
+        run_runs(
+            N=3,
+            n=4,
+            d=3,
+            lr=1e-2,
+            dtype="float16",
+            single_epsilon=1e-3,
+            single_steps=2,
+            sweep_epsilons=[1e-1],
+            sweep_steps=[2],
+        )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,15 +211,33 @@ def test_regularised_runs_records_and_plot():
 def test_seed_sweeps_records():
     from sxor.experiments.regularised_training import run_seeds
 
-    records = run_seeds(N=3, n=4, d=3, lr=1e-2, dtype="float64", init_seeds=[2, 3], sweep_epsilons=[1e-1, 1e-2],
-                        sweep_steps=[5, 5])
+    records = run_seeds(
+        N=3,
+        n=4,
+        d=3,
+        lr=1e-2,
+        dtype="float64",
+        init_seeds=[2, 3],
+        sweep_epsilons=[1e-1, 1e-2],
+        sweep_steps=[5, 5],
+    )
     assert [(r["init_seed"], r["stage"]) for r in records] == [(2, 0), (2, 1), (3, 0), (3, 1)]
     assert records[0]["loss"] != records[2]["loss"]  # different initialisations, different runs
     for r in records:
         assert abs(r["objective"] - (r["loss"] + r["epsilon"] / 2 * r["sq_norm"])) < 1e-12
     # seed 2 is the sweep of run_runs started from init seed 2
-    ref = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=1,
-                   sweep_epsilons=[1e-1, 1e-2], sweep_steps=[5, 5], init_seed=2)
+    ref = run_runs(
+        N=3,
+        n=4,
+        d=3,
+        lr=1e-2,
+        dtype="float64",
+        single_epsilon=1e-3,
+        single_steps=1,
+        sweep_epsilons=[1e-1, 1e-2],
+        sweep_steps=[5, 5],
+        init_seed=2,
+    )
     assert [r["loss"] for r in ref if r["run"] == "sweep"] == [r["loss"] for r in records[:2]]
 
 
@@ -222,7 +280,9 @@ def test_exact_uniform_interpolant_interpolates_in_exact_arithmetic():
     data = tikhonov_data(N=4, n=7, d=6, seed=2, dtype=torch.float32)
     th = uniform_attention_interpolant(data, epsilons=(1e-2, 1e-4), max_iter=200)
     params, sq = exact_uniform_interpolant(data, th)
-    assert isinstance(sq, Fraction) and abs(float(sq) - sq_norm(th)) < 1e-6 * sq_norm(th)  # rounding of the float solve
+    assert isinstance(sq, Fraction) and abs(float(sq) - sq_norm(th)) < 1e-6 * sq_norm(
+        th
+    )  # rounding of the float solve
     # independent exact check: every token of X_j leaves the block as FF(V m_j) = y_j
     for j in range(4):
         tokens = [[Fraction(v) for v in row] for row in data.X[j].double().tolist()]
@@ -262,7 +322,11 @@ def _authors_scripts_draw(N, n, d):
         W, U, b = torch.rand(4, d), torch.rand(d, 4), torch.rand(4)
         SA = torch.bmm(torch.softmax(torch.zeros(N, n, n), dim=-1), inputs @ torch.eye(d))
         outputs = (SA + torch.relu(SA @ U + b) @ W)[:, -1:, :]
-        to_q, to_k, to_v = nn.Linear(d, 1, bias=False), nn.Linear(d, 1, bias=False), nn.Linear(d, d, bias=False)
+        to_q, to_k, to_v = (
+            nn.Linear(d, 1, bias=False),
+            nn.Linear(d, 1, bias=False),
+            nn.Linear(d, d, bias=False),
+        )
         ff = nn.Sequential(nn.Linear(d, 4), nn.ReLU(), nn.Linear(4, d, bias=False))
     return inputs, outputs, W, U, b, to_q, to_k, to_v, ff
 
@@ -275,20 +339,32 @@ def test_authors_draw_is_their_generator_stream_bit_for_bit(N, n, d):
     data, th = authors_draw(N, n, d)
     assert torch.equal(torch.random.get_rng_state(), before)  # the global generator is untouched
     inputs, outputs, W, U, b, to_q, to_k, to_v, ff = _authors_scripts_draw(N, n, d)
-    assert data.X.dtype == torch.float32 and torch.equal(data.X, inputs) and torch.equal(data.Y, outputs)
+    assert (
+        data.X.dtype == torch.float32
+        and torch.equal(data.X, inputs)
+        and torch.equal(data.Y, outputs)
+    )
     star = data.theta_star
     assert torch.equal(star["W"], W.T) and torch.equal(star["U"], U.T) and torch.equal(star["b"], b)
-    assert torch.equal(star["V"], torch.eye(d)) and float(star["eta"]) == 1 and float(star["rho"]) == 0
+    assert (
+        torch.equal(star["V"], torch.eye(d)) and float(star["eta"]) == 1 and float(star["rho"]) == 0
+    )
     # their score to_q(x_i) to_k(x_l) is block's (k . x_i)(q . x_l)
     assert torch.equal(th["k"], to_q.weight[0]) and torch.equal(th["q"], to_k.weight[0])
     assert torch.equal(th["V"], to_v.weight) and torch.equal(th["U"], ff[0].weight)
     assert torch.equal(th["b"], ff[0].bias) and torch.equal(th["W"], ff[2].weight)
-    assert float(th["rho"].detach()) == 0 and float(th["eta"].detach()) == 0 and all(p.requires_grad for p in th.values())
+    assert (
+        float(th["rho"].detach()) == 0
+        and float(th["eta"].detach()) == 0
+        and all(p.requires_grad for p in th.values())
+    )
     # the same block as their TFBlock.forward on these parameters
     with torch.no_grad():
         ref = to_v(torch.softmax(to_q(inputs) @ to_k(inputs).transpose(-2, -1), dim=-1) @ inputs)
         ref = ff(ref)  # rho = eta = 0
-        assert torch.allclose(block(data.X, {k: v.detach() for k, v in th.items()}), ref, rtol=1e-5, atol=1e-6)
+        assert torch.allclose(
+            block(data.X, {k: v.detach() for k, v in th.items()}), ref, rtol=1e-5, atol=1e-6
+        )
     # theta* interpolates their targets to float32 rounding
     assert float(loss(data.X, data.Y, star)) < 1e-9
 
@@ -298,7 +374,9 @@ def test_authors_draw_other_seed_dtype_and_bad_input():
 
     d32, th32 = authors_draw(3, 4, 2)
     d64, th64 = authors_draw(3, 4, 2, dtype=torch.float64)
-    assert d64.X.dtype == torch.float64 and torch.equal(d64.X, d32.X.double())  # float32 draws, converted
+    assert d64.X.dtype == torch.float64 and torch.equal(
+        d64.X, d32.X.double()
+    )  # float32 draws, converted
     assert all(torch.equal(th64[k].detach(), th32[k].detach().double()) for k in th32)
     assert not torch.equal(authors_draw(3, 4, 2, seed=1)[0].X, d32.X)
     with pytest.raises(TypeError, match="dtype"):
@@ -308,24 +386,55 @@ def test_authors_draw_other_seed_dtype_and_bad_input():
     with pytest.raises(TypeError, match="seed"):
         authors_draw(3, 4, 2, seed=0.5)
     with pytest.raises(TypeError, match="authors_draw"):
-        run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=2,
-                 sweep_epsilons=[1e-1], sweep_steps=[2], authors_draw=1)
+        run_runs(
+            N=3,
+            n=4,
+            d=3,
+            lr=1e-2,
+            dtype="float64",
+            single_epsilon=1e-3,
+            single_steps=2,
+            sweep_epsilons=[1e-1],
+            sweep_steps=[2],
+            authors_draw=1,
+        )
 
 
 def test_runs_on_the_authors_draw_start_from_it():
     from sxor.interp.training import authors_draw
 
-    records = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=5,
-                       sweep_epsilons=[1e-3], sweep_steps=[5], authors_draw=True)
+    records = run_runs(
+        N=3,
+        n=4,
+        d=3,
+        lr=1e-2,
+        dtype="float64",
+        single_epsilon=1e-3,
+        single_steps=5,
+        sweep_epsilons=[1e-3],
+        sweep_steps=[5],
+        authors_draw=True,
+    )
     data, th = authors_draw(3, 4, 3, dtype=torch.float64)
     assert records[0]["theta_star_sq_norm"] == data.theta_star_sq_norm
     J0 = float(loss(data.X, data.Y, {k: v.detach() for k, v in th.items()}))
     assert records[0]["curve"][0][1] == J0  # step 1's loss is at the authors' initialisation
     # both runs start from the same draw (each of the authors' scripts re-seeds), so equal settings agree
     assert records[0]["loss"] == records[1]["loss"]
-    own = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=5,
-                   sweep_epsilons=[1e-3], sweep_steps=[5])
-    assert own[0]["theta_star_sq_norm"] != records[0]["theta_star_sq_norm"]  # the book's own draw differs
+    own = run_runs(
+        N=3,
+        n=4,
+        d=3,
+        lr=1e-2,
+        dtype="float64",
+        single_epsilon=1e-3,
+        single_steps=5,
+        sweep_epsilons=[1e-3],
+        sweep_steps=[5],
+    )
+    assert (
+        own[0]["theta_star_sq_norm"] != records[0]["theta_star_sq_norm"]
+    )  # the book's own draw differs
 
 
 def test_record_log_plus_every_k_steps():
@@ -334,18 +443,35 @@ def test_record_log_plus_every_k_steps():
     steps = [int(c[0]) for c in out["curve"]]
     assert steps == sorted(set(log_spaced_steps(120)) | {25, 50, 75, 100})
     ref = train(data, init_parameters(2, seed=0), 1e-3, 120, record="log")  # same run, fewer points
-    assert ref["loss"] == out["loss"] and {tuple(c) for c in ref["curve"]} <= {tuple(c) for c in out["curve"]}
+    assert ref["loss"] == out["loss"] and {tuple(c) for c in ref["curve"]} <= {
+        tuple(c) for c in out["curve"]
+    }
 
 
 def test_threshold_crossing_and_plot_against_paper():
-    from sxor.experiments.regularised_training import PAPER_FIGURE_1, plot_against_paper, threshold_crossing
+    from sxor.experiments.regularised_training import (
+        PAPER_FIGURE_1,
+        plot_against_paper,
+        threshold_crossing,
+    )
 
     curve = [[1, 5.0], [2, 3.0], [4, 0.5], [8, 1.5], [16, 0.2], [32, 0.1]]
     assert threshold_crossing(curve, 1.0) == {"first_below": (2, 4), "last_above": (8, 16)}
     assert threshold_crossing(curve, 0.05) == {"first_below": None, "last_above": None}
     assert threshold_crossing(curve, 10.0) == {"first_below": (None, 1), "last_above": None}
-    records = run_runs(N=3, n=4, d=3, lr=1e-2, dtype="float64", single_epsilon=1e-3, single_steps=20,
-                       sweep_epsilons=[1e-1, 1e-2, 1e-3], sweep_steps=[5, 5, 5], authors_draw=True, record="log+5")
+    records = run_runs(
+        N=3,
+        n=4,
+        d=3,
+        lr=1e-2,
+        dtype="float64",
+        single_epsilon=1e-3,
+        single_steps=20,
+        sweep_epsilons=[1e-1, 1e-2, 1e-3],
+        sweep_steps=[5, 5, 5],
+        authors_draw=True,
+        record="log+5",
+    )
     import matplotlib
 
     matplotlib.use("Agg")

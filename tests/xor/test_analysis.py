@@ -20,7 +20,10 @@ def test_sphere_mgf_matches_hypergeometric_0f1(m, t):
     exact = float(mpmath.hyp0f1(m / 2, t * t / 4))
     assert abs(float(analysis.sphere_mgf(t, m)) - exact) < 1e-13 * exact
     step = 1e-5
-    fd = (float(mpmath.hyp0f1(m / 2, (t + step) ** 2 / 4)) - float(mpmath.hyp0f1(m / 2, (t - step) ** 2 / 4))) / (2 * step)
+    fd = (
+        float(mpmath.hyp0f1(m / 2, (t + step) ** 2 / 4))
+        - float(mpmath.hyp0f1(m / 2, (t - step) ** 2 / 4))
+    ) / (2 * step)
     assert abs(float(analysis.sphere_mgf(t, m, derivative=1)) - fd) < 1e-8
 
 
@@ -81,7 +84,9 @@ def test_predicted_gradient_batches_dtype_and_bad_input():
     assert pred.grad.shape == (3, 5) and pred.grad.dtype == torch.float32
     assert pred.signal.shape == (3, 2) and pred.beta.shape == (3,)
     one = analysis.predicted_gradient(inst.V[1], inst.theta0[1], inst.support[1])
-    torch.testing.assert_close(one.grad, analysis.predicted_gradient(inst.V, inst.theta0, inst.support).grad[1])
+    torch.testing.assert_close(
+        one.grad, analysis.predicted_gradient(inst.V, inst.theta0, inst.support).grad[1]
+    )
     with pytest.raises(ValueError, match="theta0"):
         analysis.predicted_gradient(inst.V, inst.theta0[:, :4], inst.support)
     with pytest.raises(ValueError, match="support"):
@@ -161,7 +166,9 @@ def test_predicted_same_target_matches_the_argmax_limit():
 
 def test_predicted_under_stepped_limits():
     assert float(analysis.predicted_under_stepped(20, 0.0, samples=2000)) == 1.0
-    values = [float(analysis.predicted_under_stepped(20, lam, samples=4000)) for lam in (5.0, 50.0, 500.0)]
+    values = [
+        float(analysis.predicted_under_stepped(20, lam, samples=4000)) for lam in (5.0, 50.0, 500.0)
+    ]
     assert values[0] > values[1] > values[2] and values[2] < 0.02
     with pytest.raises(ValueError, match="lam"):
         analysis.predicted_under_stepped(20, -1.0)
@@ -170,7 +177,9 @@ def test_predicted_under_stepped_limits():
 def test_smallest_m_interpolates():
     assert analysis.smallest_m([4, 8, 12], [0.5, 0.9, 1.0], 0.95) == pytest.approx(10.0)
     assert analysis.smallest_m([4, 8, 12], [0.96, 0.97, 1.0], 0.95) == 4.0
-    assert analysis.smallest_m([4, 8, 12], [0.96, 0.9, 1.0], 0.95) == pytest.approx(8 + 0.05 / 0.1 * 4)
+    assert analysis.smallest_m([4, 8, 12], [0.96, 0.9, 1.0], 0.95) == pytest.approx(
+        8 + 0.05 / 0.1 * 4
+    )
     assert math.isnan(analysis.smallest_m([4, 8], [0.5, 0.6], 0.95))
     with pytest.raises(ValueError, match="increasing"):
         analysis.smallest_m([8, 4], [0.5, 0.6])
@@ -180,7 +189,9 @@ def test_fits_recover_the_generating_law():
     d = np.array([2.0**k for k in range(6, 15)])
     m_star = 3.0 + 2.5 * np.log(d)
     fits = analysis.fit_log_models(d, m_star)
-    assert fits["log d"].slope == pytest.approx(2.5) and fits["log d"].intercept == pytest.approx(3.0)
+    assert fits["log d"].slope == pytest.approx(2.5) and fits["log d"].intercept == pytest.approx(
+        3.0
+    )
     assert fits["log d"].rms_residual < 1e-10 < fits["log^2 d"].rms_residual
     nan_free = analysis.fit_log_models(np.append(d, 2.0**15), np.append(m_star, np.nan))
     assert nan_free["log d"].slope == pytest.approx(2.5)
@@ -198,7 +209,12 @@ def test_wilson_interval_known_values():
 
 def test_symmetric_infimum_is_attained_by_the_midpoint():
     g = torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64)
-    assert float(sxor.loss_from_weights(g, g, torch.tensor([0, 1]))) == pytest.approx(analysis.SYMMETRIC_INFIMUM)
+    assert float(sxor.loss_from_weights(g, g, torch.tensor([0, 1]))) == pytest.approx(
+        analysis.SYMMETRIC_INFIMUM
+    )
     gen = torch.Generator().manual_seed(0)
     w = torch.softmax(3 * torch.randn(1000, 4, generator=gen, dtype=torch.float64), -1)
-    assert float(sxor.loss_from_weights(w, w, torch.tensor([0, 1])).min()) >= analysis.SYMMETRIC_INFIMUM
+    assert (
+        float(sxor.loss_from_weights(w, w, torch.tensor([0, 1])).min())
+        >= analysis.SYMMETRIC_INFIMUM
+    )

@@ -41,7 +41,10 @@ def test_grid_c_has_one_home():
     from sxor.experiments import one_step
 
     assert one_step.GRID_C == analysis.GRID_C == 100.0
-    assert analysis.grid_eta(64) == 100.0 * 64**2 * torch.log(torch.tensor(64.0, dtype=torch.float64)).item()
+    assert (
+        analysis.grid_eta(64)
+        == 100.0 * 64**2 * torch.log(torch.tensor(64.0, dtype=torch.float64)).item()
+    )
 
 
 def test_common_drift_is_the_head_symmetric_part_of_the_remainder():

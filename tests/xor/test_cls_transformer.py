@@ -44,7 +44,9 @@ def test_batched_weights_and_embeddings():
     out = cls_forward(x, V, cls_weights(theta, theta_tilde))
     assert out.shape == (3, 20)
     for k in range(3):
-        torch.testing.assert_close(out[k], sxor.predict(x, V[k], theta[k], theta_tilde[k]), rtol=0, atol=1e-14)
+        torch.testing.assert_close(
+            out[k], sxor.predict(x, V[k], theta[k], theta_tilde[k]), rtol=0, atol=1e-14
+        )
 
 
 def test_float32_runs_in_float32():
@@ -69,7 +71,9 @@ def test_structure_of_tokens_mask_and_weights():
     w = cls_weights(theta, theta_tilde)
     th, tt = queries(w)
     assert torch.equal(th, theta) and torch.equal(tt, theta_tilde)
-    assert torch.equal(w.W_Q[..., :-1], torch.zeros(2, 3, 5, dtype=torch.float64))  # only the CLS column
+    assert torch.equal(
+        w.W_Q[..., :-1], torch.zeros(2, 3, 5, dtype=torch.float64)
+    )  # only the CLS column
     keys = Z @ w.W_K[0].T
     torch.testing.assert_close(keys[1:], V)  # keys: position only
 
@@ -95,8 +99,12 @@ def test_query_gradient_reduces_to_the_simplified_gradient(seed):
     support = sxor.random_support(d, generator=torch.Generator().manual_seed(seed))
     w = cls_weights(theta, theta_tilde)
     W_Q = w.W_Q.clone().requires_grad_(True)
-    torch.testing.assert_close(cls_enumerated_loss(V, w, support), sxor.population_loss(V, theta, theta_tilde, support))
-    (grad_WQ,) = torch.autograd.grad(cls_enumerated_loss(V, CLSWeights(W_Q, w.W_K, w.W_V), support), W_Q)
+    torch.testing.assert_close(
+        cls_enumerated_loss(V, w, support), sxor.population_loss(V, theta, theta_tilde, support)
+    )
+    (grad_WQ,) = torch.autograd.grad(
+        cls_enumerated_loss(V, CLSWeights(W_Q, w.W_K, w.W_V), support), W_Q
+    )
     grad, grad_tilde = sxor.population_grad(V, theta, theta_tilde, support)
     torch.testing.assert_close(grad_WQ[0, :, -1], grad, rtol=0, atol=1e-14)
     torch.testing.assert_close(grad_WQ[1, :, -1], grad_tilde, rtol=0, atol=1e-14)
@@ -113,4 +121,6 @@ def test_bad_input_raises():
     with pytest.raises(ValueError, match="theta_tilde"):
         cls_weights(theta, torch.zeros(4, dtype=torch.float64))
     with pytest.raises(ValueError, match="token dimension"):
-        cls_forward(torch.ones(2, 5, dtype=torch.float64), V, cls_weights(theta[:2], theta_tilde[:2]))
+        cls_forward(
+            torch.ones(2, 5, dtype=torch.float64), V, cls_weights(theta[:2], theta_tilde[:2])
+        )

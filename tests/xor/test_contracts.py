@@ -20,7 +20,6 @@ from sxor.xor import analysis
 from sxor.xor.metrics import failure_modes, specialised, success, target_masses
 from sxor.xor.sphere import inner_product_density, inner_product_tail
 
-
 # --- the sphere law ---------------------------------------------------------------------------
 
 
@@ -43,7 +42,9 @@ def test_inner_product_density_closed_forms():
     # m = 3: t is uniform on [-1, 1] (Archimedes); m = 5: p(t) = 3/4 (1 - t^2); m = 2: arcsine law.
     assert inner_product_density(0.4, 3) == pytest.approx(0.5, rel=1e-12)
     assert inner_product_density(0.4, 5) == pytest.approx(0.75 * (1 - 0.16), rel=1e-12)
-    assert inner_product_density(0.4, 2) == pytest.approx(1 / (math.pi * math.sqrt(1 - 0.16)), rel=1e-12)
+    assert inner_product_density(0.4, 2) == pytest.approx(
+        1 / (math.pi * math.sqrt(1 - 0.16)), rel=1e-12
+    )
     for m in (2, 3, 5):  # the closed interval's ends carry no density (no nan, no inf at m = 2, 3)
         assert inner_product_density(1.0, m) == 0.0 and inner_product_density(-1.0, m) == 0.0
     assert inner_product_density(-1.5, 5) == 0.0
@@ -55,7 +56,9 @@ def test_typical_max_inner_product_is_the_median_of_the_maximum():
     from sxor.xor.sphere import typical_max_inner_product
 
     for pairs in (1, 10, 1000):
-        assert typical_max_inner_product(pairs, 3) == pytest.approx(1 - math.log(2) / pairs, abs=1e-9)
+        assert typical_max_inner_product(pairs, 3) == pytest.approx(
+            1 - math.log(2) / pairs, abs=1e-9
+        )
     s = typical_max_inner_product(45, 16)
     assert inner_product_tail(s, 16) == pytest.approx(math.log(2) / 45, rel=1e-8)
 
@@ -96,7 +99,9 @@ def test_the_mass_threshold_is_inclusive():
     assert bool(success(loss, h, g, support))  # crossed assignment
     assert not bool(success(loss, g, h, support, mass_threshold=0.9 + 1e-12))
     assert bool(specialised(torch.tensor([[0.9, 0.0], [0.0, 0.9]], dtype=torch.float64)))
-    assert not bool(specialised(torch.tensor([[0.9, 0.0], [0.0, 0.9 - 1e-12]], dtype=torch.float64)))
+    assert not bool(
+        specialised(torch.tensor([[0.9, 0.0], [0.0, 0.9 - 1e-12]], dtype=torch.float64))
+    )
     assert not bool(specialised(torch.tensor([[0.9, 0.9], [0.0, 0.0]], dtype=torch.float64)))
 
 
@@ -107,13 +112,17 @@ def test_the_loss_threshold_is_strict_and_defaults_to_one_hundredth():
     assert not bool(success(torch.tensor(0.01, dtype=torch.float64), e_a, e_b, support))
     assert bool(success(torch.tensor(0.0099999, dtype=torch.float64), e_a, e_b, support))
     assert not bool(success(torch.tensor(0.0100001, dtype=torch.float64), e_a, e_b, support))
-    assert bool(success(torch.tensor(0.0149, dtype=torch.float64), e_a, e_b, support, loss_threshold=0.015))
+    assert bool(
+        success(torch.tensor(0.0149, dtype=torch.float64), e_a, e_b, support, loss_threshold=0.015)
+    )
     # A specialised state whose loss is too large: (1 - eps) e_a + eps e_b against the mirror.
     g = torch.tensor([0.9, 0.1, 0.0], dtype=torch.float64)
     h = torch.tensor([0.1, 0.9, 0.0], dtype=torch.float64)
     loss = sxor.loss_from_weights(g, h, support)
     assert float(loss) == pytest.approx((2 * 0.1 * 0.9) ** 2, abs=1e-15)
-    assert bool(specialised(target_masses(g, h, support))) and not bool(success(loss, g, h, support))
+    assert bool(specialised(target_masses(g, h, support))) and not bool(
+        success(loss, g, h, support)
+    )
     assert int(failure_modes(loss, g, h, support)) == 3
 
 
@@ -130,7 +139,9 @@ def test_predicted_off_target_bounds_on_an_independent_computation(d):
     m, samples, seed = 5, 4000, 3
     # The same draws of (v_a, v_b, theta0) as the function, the tail in closed form, the union
     # bound per competitor written out.
-    z = torch.randn(samples, 3, m, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    z = torch.randn(
+        samples, 3, m, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+    )
     v_a, v_b, theta0 = (z / z.norm(dim=-1, keepdim=True)).unbind(-2)
     D = ((v_a - v_b) * theta0).sum(-1)
     M1 = float(mpmath.hyp0f1(m / 2, 0.25))  # E exp(<v, u>) = 0F1(; m/2; 1/4)
@@ -168,7 +179,9 @@ def test_smallest_m_a_last_rate_exactly_at_target_counts_as_reached():
     assert analysis.smallest_m([4, 8, 12], [0.95, 0.5, 0.95], 0.95) == pytest.approx(12.0)
     assert math.isnan(analysis.smallest_m([4, 8], [0.5, 0.9499], 0.95))
     assert analysis.smallest_m([4, 8], [0.95, 1.0], 0.95) == 4.0
-    assert analysis.smallest_m([4, 8], [0.5, 1.0]) == pytest.approx(4 + 0.45 / 0.5 * 4)  # default 0.95
+    assert analysis.smallest_m([4, 8], [0.5, 1.0]) == pytest.approx(
+        4 + 0.45 / 0.5 * 4
+    )  # default 0.95
 
 
 # --- predictions pinned on independent computations -------------------------------------------
@@ -179,21 +192,33 @@ def test_predicted_under_stepped_on_an_independent_computation(m, lam):
     samples, seed, threshold = 4000, 1, 0.01
     # The same draws, the gap Delta = 2 lam sinh(D) (1 - rho) + D (1 - lam M^2 beta) written out,
     # M(1) = 0F1(; m/2; 1/4) and the critical split solved numerically from (2 eps (1 - eps))^2 = 0.01.
-    z = torch.randn(samples, 3, m, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    z = torch.randn(
+        samples, 3, m, generator=torch.Generator().manual_seed(seed), dtype=torch.float64
+    )
     v_a, v_b, theta0 = (z / z.norm(dim=-1, keepdim=True)).unbind(-2)
     D, rho = ((v_a - v_b) * theta0).sum(-1), (v_a * v_b).sum(-1)
     M1 = float(mpmath.hyp0f1(m / 2, 0.25))
-    gap = 2 * lam * torch.sinh(D) * (1 - rho) + D * (1 - lam * M1**2 * analysis.bulk_coefficient(D, m))
+    gap = 2 * lam * torch.sinh(D) * (1 - rho) + D * (
+        1 - lam * M1**2 * analysis.bulk_coefficient(D, m)
+    )
     eps = float(mpmath.findroot(lambda e: (2 * e * (1 - e)) ** 2 - threshold, 0.05))
     expected = float((gap.abs() < math.log((1 - eps) / eps)).double().mean())
-    got = float(analysis.predicted_under_stepped(m, lam, loss_threshold=threshold, samples=samples, seed=seed))
+    got = float(
+        analysis.predicted_under_stepped(
+            m, lam, loss_threshold=threshold, samples=samples, seed=seed
+        )
+    )
     assert got == pytest.approx(expected, abs=1.5 / samples)
 
 
 def test_predicted_same_target_counts_the_non_targets():
     # d = 3: one non-target, sigma = sqrt(d - 2) / d = 1/3; d = 102: sigma = 10 / 102.
-    assert float(analysis.predicted_same_target(3)) == pytest.approx(2 / math.pi * math.atan(1 / 3), rel=1e-12)
-    assert float(analysis.predicted_same_target(102)) == pytest.approx(2 / math.pi * math.atan(10 / 102), rel=1e-12)
+    assert float(analysis.predicted_same_target(3)) == pytest.approx(
+        2 / math.pi * math.atan(1 / 3), rel=1e-12
+    )
+    assert float(analysis.predicted_same_target(102)) == pytest.approx(
+        2 / math.pi * math.atan(10 / 102), rel=1e-12
+    )
     with pytest.raises(ValueError, match="d must be >= 3"):
         analysis.predicted_same_target(2)
 
@@ -202,6 +227,8 @@ def test_parity_specialised_mass_threshold_is_inclusive():
     from sxor.xor.kparity import parity_specialised
 
     exact = torch.tensor([[0.9, 0.05, 0.0], [0.0, 0.0, 0.9], [0.05, 0.9, 0.0]], dtype=torch.float64)
-    assert bool(parity_specialised(exact))  # heads (0, 1, 2) -> targets (0, 2, 1), every mass exactly 0.9
+    assert bool(
+        parity_specialised(exact)
+    )  # heads (0, 1, 2) -> targets (0, 2, 1), every mass exactly 0.9
     assert not bool(parity_specialised(exact, mass_threshold=0.9 + 1e-12))
     assert not bool(parity_specialised(exact[[0, 0, 2]]))  # two heads on one target: no assignment

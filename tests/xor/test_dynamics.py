@@ -43,7 +43,9 @@ def test_population_descent_matches_a_manual_loop(kind):
     assert tr.loss.shape == (steps + 1, 3) and tr.masses.shape == (steps + 1, 3, 2, 2)
     a, b = inst.theta0, -inst.theta0
     for t in range(steps + 1):
-        torch.testing.assert_close(tr.loss[t], sxor.population_loss(inst.V, a, b, inst.support, kind))
+        torch.testing.assert_close(
+            tr.loss[t], sxor.population_loss(inst.V, a, b, inst.support, kind)
+        )
         if t < steps:
             ga, gb = sxor.population_grad(inst.V, a, b, inst.support, kind)
             a, b = a - eta * ga, b - eta * gb
@@ -51,7 +53,10 @@ def test_population_descent_matches_a_manual_loop(kind):
     torch.testing.assert_close(tr.theta_tilde, b)
     # one step of descent equals sxor.one_step
     one = sxor.one_step(inst.V, inst.theta0, inst.support, eta, kind)
-    torch.testing.assert_close(population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, eta, 1, kind).loss[1], one.loss)
+    torch.testing.assert_close(
+        population_descent(inst.V, inst.theta0, -inst.theta0, inst.support, eta, 1, kind).loss[1],
+        one.loss,
+    )
 
 
 def test_population_descent_learns_with_softmax_and_records_success():
@@ -149,7 +154,9 @@ def test_parity_reduces_to_sparse_xor_for_k_2():
     want = sxor.population_loss(inst.V, thetas[:, 0], thetas[:, 1], inst.support)
     torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
     x = sxor.all_inputs(6)
-    torch.testing.assert_close(parity_labels(x, inst.support[0]), sxor.sparse_xor_labels(x, inst.support[0]))
+    torch.testing.assert_close(
+        parity_labels(x, inst.support[0]), sxor.sparse_xor_labels(x, inst.support[0])
+    )
 
 
 def test_parity_loss_is_zero_at_the_one_hot_solution():
@@ -178,7 +185,9 @@ def test_parity_specialised_needs_a_one_to_one_assignment():
 def test_parity_inits_geometry():
     theta0 = sxor.sphere_embeddings(4, 6, generator=gen())
     star = parity_inits(theta0, "star", generator=gen(1))
-    torch.testing.assert_close(star.sum(-2), torch.zeros(4, 6, dtype=torch.float64), atol=1e-12, rtol=0)
+    torch.testing.assert_close(
+        star.sum(-2), torch.zeros(4, 6, dtype=torch.float64), atol=1e-12, rtol=0
+    )
     torch.testing.assert_close(star.norm(dim=-1), torch.ones(4, 3, dtype=torch.float64))
     cos = (star[:, 0] * star[:, 1]).sum(-1)
     torch.testing.assert_close(cos, torch.full((4,), -0.5, dtype=torch.float64))
@@ -214,12 +223,51 @@ def test_tuned_descent_prefers_success_then_speed():
 
     base = {"mode": "descent", "kind": "softmax", "d": 8, "steps": 10}
     records = [
-        {**base, "eta": 1.0, "success_rate": 0.5, "first_success": [3, -1], "median_final_loss": 0.1},
-        {**base, "eta": 10.0, "success_rate": 1.0, "first_success": [5, 7], "median_final_loss": 0.001},
-        {**base, "eta": 100.0, "success_rate": 1.0, "first_success": [2, 2], "median_final_loss": 0.001},
-        {**base, "kind": "linear", "eta": 1.0, "success_rate": 0.0, "first_success": [-1, -1], "median_final_loss": 0.4},
-        {**base, "kind": "linear", "eta": 10.0, "success_rate": 0.0, "first_success": [-1, -1], "median_final_loss": 0.3},
-        {**base, "kind": "linear", "eta": 100.0, "success_rate": 0.0, "first_success": [-1, -1], "median_final_loss": None},
+        {
+            **base,
+            "eta": 1.0,
+            "success_rate": 0.5,
+            "first_success": [3, -1],
+            "median_final_loss": 0.1,
+        },
+        {
+            **base,
+            "eta": 10.0,
+            "success_rate": 1.0,
+            "first_success": [5, 7],
+            "median_final_loss": 0.001,
+        },
+        {
+            **base,
+            "eta": 100.0,
+            "success_rate": 1.0,
+            "first_success": [2, 2],
+            "median_final_loss": 0.001,
+        },
+        {
+            **base,
+            "kind": "linear",
+            "eta": 1.0,
+            "success_rate": 0.0,
+            "first_success": [-1, -1],
+            "median_final_loss": 0.4,
+        },
+        {
+            **base,
+            "kind": "linear",
+            "eta": 10.0,
+            "success_rate": 0.0,
+            "first_success": [-1, -1],
+            "median_final_loss": 0.3,
+        },
+        {
+            **base,
+            "kind": "linear",
+            "eta": 100.0,
+            "success_rate": 0.0,
+            "first_success": [-1, -1],
+            "median_final_loss": None,
+        },
     ]
     tuned = tuned_descent(records, 8)
     assert tuned["softmax"]["eta"] == 100.0 and tuned["linear"]["eta"] == 10.0
@@ -239,13 +287,30 @@ def test_plots_draw_labelled_figures_from_results():
     matplotlib.use("Agg")
     from sxor.experiments import beyond_two_bits, why_softmax
 
-    rec = {"d": 8, "success_rate": 0.5, "median_loss": 0.1, "median_best_loss": 0.2, "median_final_loss": None, "steps": 5, "first_success": [1, -1]}
+    rec = {
+        "d": 8,
+        "success_rate": 0.5,
+        "median_loss": 0.1,
+        "median_best_loss": 0.2,
+        "median_final_loss": None,
+        "steps": 5,
+        "first_success": [1, -1],
+    }
     var_results = {
         "params": {"m": 4, "seeds": 2, "kinds": ["softmax", "linear"]},
-        "records": [{**rec, "mode": mode, "kind": kind, "eta": eta} for mode in ("one-step", "descent") for kind in ("softmax", "linear") for eta in (1.0, 10.0)],
+        "records": [
+            {**rec, "mode": mode, "kind": kind, "eta": eta}
+            for mode in ("one-step", "descent")
+            for kind in ("softmax", "linear")
+            for eta in (1.0, 10.0)
+        ],
     }
-    k3_results = {"params": {"d": 6, "m": 4, "seeds": 2, "schemes": ["star"]},
-                  "records": [{"scheme": "star", "eta": 1.0, "success_rate": 0.5, "median_loss": [0.5, 0.1, 0.01]}]}
+    k3_results = {
+        "params": {"d": 6, "m": 4, "seeds": 2, "schemes": ["star"]},
+        "records": [
+            {"scheme": "star", "eta": 1.0, "success_rate": 0.5, "median_loss": [0.5, 0.1, 0.01]}
+        ],
+    }
     figures = [
         why_softmax.plot_variants(var_results),
         beyond_two_bits.plot_k3(k3_results),

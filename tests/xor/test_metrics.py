@@ -6,7 +6,14 @@ import pytest
 import torch
 
 import sxor
-from sxor.xor.metrics import FAILURE_MODES, failure_modes, mode_fractions, specialised, success, target_masses
+from sxor.xor.metrics import (
+    FAILURE_MODES,
+    failure_modes,
+    mode_fractions,
+    specialised,
+    success,
+    target_masses,
+)
 
 SUPPORT = torch.tensor([1, 3])
 
@@ -48,7 +55,9 @@ def test_each_mode_on_a_hand_built_example(g, h, mode):
 
 def test_modes_are_exclusive_exhaustive_and_agree_with_success():
     inst = sxor.xor.sweeps.random_instances(300, 32, 8, seed=0)
-    out = sxor.one_step(inst.V, inst.theta0, inst.support, torch.tensor([[1e3], [1e5], [1e7]], dtype=torch.float64))
+    out = sxor.one_step(
+        inst.V, inst.theta0, inst.support, torch.tensor([[1e3], [1e5], [1e7]], dtype=torch.float64)
+    )
     codes = failure_modes(out.loss, out.attention, out.attention_tilde, inst.support)
     assert codes.shape == (3, 300)
     ok = success(out.loss, out.attention, out.attention_tilde, inst.support)

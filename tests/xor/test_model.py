@@ -66,7 +66,9 @@ def test_pullback_equals_autograd_vjp(kind, scale):
     u = torch.randn(4, 9, generator=gen(2), dtype=torch.float64)
     w = phi.weights(s)
     (expected,) = torch.autograd.grad((w * u).sum(), s)
-    torch.testing.assert_close(phi.pullback(s.detach(), w.detach(), u), expected, atol=1e-12, rtol=1e-9)
+    torch.testing.assert_close(
+        phi.pullback(s.detach(), w.detach(), u), expected, atol=1e-12, rtol=1e-9
+    )
 
 
 @pytest.mark.parametrize("kind", NEW_KINDS)
@@ -115,7 +117,9 @@ def test_population_grad_equals_autograd(kind):
     inst = random_instances(4, 10, 5, seed=7)
     theta, theta_tilde = 3 * inst.theta0, -2 * inst.theta0
     grads = sxor.population_grad(inst.V, theta, theta_tilde, inst.support, kind)
-    expected = autograd_grad(lambda a, b: sxor.population_loss(inst.V, a, b, inst.support, kind), theta, theta_tilde)
+    expected = autograd_grad(
+        lambda a, b: sxor.population_loss(inst.V, a, b, inst.support, kind), theta, theta_tilde
+    )
     for got, want in zip(grads, expected):
         torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-9)
 
@@ -128,11 +132,17 @@ def test_one_step_accepts_the_kind_and_matches_a_manual_step(kind):
     grad, grad_tilde = sxor.population_grad(inst.V, inst.theta0, -inst.theta0, inst.support, kind)
     torch.testing.assert_close(out.theta, inst.theta0 - eta * grad)
     torch.testing.assert_close(out.theta_tilde, -inst.theta0 - eta * grad_tilde)
-    torch.testing.assert_close(out.loss, sxor.population_loss(inst.V, out.theta, out.theta_tilde, inst.support, kind))
+    torch.testing.assert_close(
+        out.loss, sxor.population_loss(inst.V, out.theta, out.theta_tilde, inst.support, kind)
+    )
 
 
 def test_erf_gradient_is_finite_for_huge_scores():
     inst = random_instances(2, 6, 3, seed=0)
-    g1, g2 = sxor.population_grad(inst.V, 1e4 * inst.theta0, -1e4 * inst.theta0, inst.support, "erf")
+    g1, g2 = sxor.population_grad(
+        inst.V, 1e4 * inst.theta0, -1e4 * inst.theta0, inst.support, "erf"
+    )
     assert bool(torch.isfinite(g1).all()) and bool(torch.isfinite(g2).all())
-    assert not math.isnan(float(sxor.population_loss(inst.V, 1e4 * inst.theta0, -inst.theta0, inst.support, "erf")[0]))
+    assert not math.isnan(
+        float(sxor.population_loss(inst.V, 1e4 * inst.theta0, -inst.theta0, inst.support, "erf")[0])
+    )

@@ -33,7 +33,9 @@ def test_sphere_embeddings_are_uniform_on_the_sphere():
     # E[v v^T] = I / m for the uniform distribution on S^(m-1).
     V = sxor.sphere_embeddings(20000, 4, generator=gen(1))
     second_moment = V.T @ V / V.shape[0]
-    torch.testing.assert_close(second_moment, torch.eye(4, dtype=torch.float64) / 4, atol=0.01, rtol=0)
+    torch.testing.assert_close(
+        second_moment, torch.eye(4, dtype=torch.float64) / 4, atol=0.01, rtol=0
+    )
 
 
 def test_sample_sparse_xor_labels_and_balance():
@@ -122,7 +124,9 @@ def test_monte_carlo_agrees_within_error_bars():
     inst = random_instances(1, 12, 4, seed=3)
     theta_t = -inst.theta0
     exact = sxor.population_loss(inst.V, inst.theta0, theta_t, inst.support)
-    est, se = monte_carlo_loss(inst.V[0], inst.theta0[0], theta_t[0], inst.support[0], 200_000, generator=gen(5))
+    est, se = monte_carlo_loss(
+        inst.V[0], inst.theta0[0], theta_t[0], inst.support[0], 200_000, generator=gen(5)
+    )
     assert abs(est.item() - exact.item()) < 5 * se.item()
 
 
@@ -148,7 +152,9 @@ def test_shared_embeddings_broadcast_over_many_queries():
 def test_float32_close_to_float64():
     inst = random_instances(3, 16, 4, seed=0)
     l64 = sxor.population_loss(inst.V, inst.theta0, -inst.theta0, inst.support)
-    l32 = sxor.population_loss(inst.V.float(), inst.theta0.float(), -inst.theta0.float(), inst.support)
+    l32 = sxor.population_loss(
+        inst.V.float(), inst.theta0.float(), -inst.theta0.float(), inst.support
+    )
     assert l32.dtype == torch.float32
     torch.testing.assert_close(l32.double(), l64, atol=1e-6, rtol=0)
 
@@ -163,7 +169,9 @@ def test_one_step_is_a_gradient_step_from_the_antisymmetric_init():
     g, g_t = sxor.population_grad(inst.V, inst.theta0, -inst.theta0, inst.support)
     torch.testing.assert_close(res.theta, inst.theta0 - eta * g)
     torch.testing.assert_close(res.theta_tilde, -inst.theta0 - eta * g_t)
-    torch.testing.assert_close(res.loss, sxor.population_loss(inst.V, res.theta, res.theta_tilde, inst.support))
+    torch.testing.assert_close(
+        res.loss, sxor.population_loss(inst.V, res.theta, res.theta_tilde, inst.support)
+    )
     torch.testing.assert_close(res.attention, sxor.attention(inst.V, res.theta))
 
 
@@ -210,7 +218,12 @@ def test_bad_dimensions_raise():
 
 @pytest.mark.parametrize(
     "support, message",
-    [((0, 0), "i\\* != j\\*"), ((0, 5), "out of range"), ((-1, 2), "out of range"), ((0, 1, 2), "last dimension 2")],
+    [
+        ((0, 0), "i\\* != j\\*"),
+        ((0, 5), "out of range"),
+        ((-1, 2), "out of range"),
+        ((0, 1, 2), "last dimension 2"),
+    ],
 )
 def test_bad_support_raises(support, message):
     V = sxor.sphere_embeddings(5, 2, generator=gen())

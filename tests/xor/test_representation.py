@@ -29,11 +29,17 @@ def test_starts_aim_at_the_targets_and_least_squares_is_exact_when_m_is_d_minus_
     assert out.shape == (len(START_NAMES), 2, 8)
     torch.testing.assert_close(out[0], torch.stack([theta0, -theta0]))
     a, b = support.tolist()
-    torch.testing.assert_close(out[START_NAMES.index("aimed c=4")], torch.stack([4 * V[a], 4 * V[b]]))
+    torch.testing.assert_close(
+        out[START_NAMES.index("aimed c=4")], torch.stack([4 * V[a], 4 * V[b]])
+    )
     g = attention(V, out[-1][0], "linear")
     h = attention(V, out[-1][1], "linear")
-    torch.testing.assert_close(g, torch.nn.functional.one_hot(torch.tensor(a), 9).double(), atol=1e-10, rtol=0)
-    torch.testing.assert_close(h, torch.nn.functional.one_hot(torch.tensor(b), 9).double(), atol=1e-10, rtol=0)
+    torch.testing.assert_close(
+        g, torch.nn.functional.one_hot(torch.tensor(a), 9).double(), atol=1e-10, rtol=0
+    )
+    torch.testing.assert_close(
+        h, torch.nn.functional.one_hot(torch.tensor(b), 9).double(), atol=1e-10, rtol=0
+    )
 
 
 def test_minimise_loss_reaches_zero_where_representable_and_never_increases():
@@ -42,7 +48,9 @@ def test_minimise_loss_reaches_zero_where_representable_and_never_increases():
     aim = starts(V, theta0, support)[-1]
     loss, q = minimise_loss(V, support, aim, "linear", max_iter=50)
     assert loss < 1e-12
-    assert float(sxor.population_loss(V, q[0], q[1], support, "linear")) == pytest.approx(loss, abs=1e-15)
+    assert float(sxor.population_loss(V, q[0], q[1], support, "linear")) == pytest.approx(
+        loss, abs=1e-15
+    )
     start = torch.stack([theta0, -theta0])
     before = float(sxor.population_loss(V, start[0], start[1], support, "softmax"))
     after, _ = minimise_loss(V, support, start, "softmax", max_iter=100)
@@ -51,8 +59,14 @@ def test_minimise_loss_reaches_zero_where_representable_and_never_increases():
 
 def test_best_losses_shape_and_names():
     inst = random_instances(2, 6, 3, seed=0)
-    out = best_losses(inst.V, inst.theta0, inst.support, "linear", names=("antisymmetric", "least squares"),
-                      max_iter=20)
+    out = best_losses(
+        inst.V,
+        inst.theta0,
+        inst.support,
+        "linear",
+        names=("antisymmetric", "least squares"),
+        max_iter=20,
+    )
     assert out.shape == (2, 2) and bool((out >= 0).all())
     with pytest.raises(ValueError, match="names"):
         best_losses(inst.V, inst.theta0, inst.support, "linear", names=("nope",))
@@ -68,12 +82,14 @@ def test_erf_floor_holds_when_the_origin_is_in_the_hull():
     V[5] = -V[4]
     V = V / V.norm(dim=-1, keepdim=True)
     support = torch.tensor([0, 1])
-    thetas = torch.randn(4000, 2, m, generator=gen, dtype=torch.float64) * torch.logspace(-1, 3, 4000).view(-1, 1, 1)
+    thetas = torch.randn(4000, 2, m, generator=gen, dtype=torch.float64) * torch.logspace(
+        -1, 3, 4000
+    ).view(-1, 1, 1)
     losses = sxor.population_loss(V, thetas[:, 0], thetas[:, 1], support, "erf")
     assert float(losses.min()) >= ERF_LOSS_FLOOR
     aimed = torch.stack([30 * V[0], 30 * V[1]])
     assert minimise_loss(V, support, aimed, "erf", max_iter=100)[0] >= ERF_LOSS_FLOOR
-    assert ERF_LOSS_FLOOR == pytest.approx(0.5 * (1 - 104 / 225) ** 2)
+    assert pytest.approx(0.5 * (1 - 104 / 225) ** 2) == ERF_LOSS_FLOOR
 
 
 def test_linear_floor_is_a_lower_bound_and_vacuous_for_small_d():
@@ -81,7 +97,9 @@ def test_linear_floor_is_a_lower_bound_and_vacuous_for_small_d():
     floor = float(linear_loss_floor(inst.V, inst.support)[0])
     assert 0.49 < floor < 0.5
     gen = torch.Generator().manual_seed(0)
-    thetas = torch.randn(2000, 2, 3, generator=gen, dtype=torch.float64) * torch.logspace(0, 4, 2000).view(-1, 1, 1)
+    thetas = torch.randn(2000, 2, 3, generator=gen, dtype=torch.float64) * torch.logspace(
+        0, 4, 2000
+    ).view(-1, 1, 1)
     losses = sxor.population_loss(inst.V[0], thetas[:, 0], thetas[:, 1], inst.support[0], "linear")
     assert float(losses.min()) >= floor
     aim = starts(inst.V[0], inst.theta0[0], inst.support[0])[-1]
@@ -91,7 +109,9 @@ def test_linear_floor_is_a_lower_bound_and_vacuous_for_small_d():
 
 
 def test_wendel():
-    assert wendel(3, 2) == pytest.approx(0.75)  # three points on a circle lie in a half-plane w.p. 3/4
+    assert wendel(3, 2) == pytest.approx(
+        0.75
+    )  # three points on a circle lie in a half-plane w.p. 3/4
     assert wendel(5, 5) == 1.0 and wendel(4, 9) == 1.0
     assert erf_floor_probability(128, 24) == pytest.approx(1 - wendel(126, 24))
     assert wendel(63, 24) == pytest.approx(sum(math.comb(62, k) for k in range(24)) / 2**62)
@@ -105,13 +125,23 @@ def test_floor_plot_draws_every_kind_and_cell():
     matplotlib.use("Agg")
     from sxor.experiments.why_softmax import FLOOR_SIZES, plot_floor
 
-    assert all(m <= d for d, m in FLOOR_SIZES["full"]["cells"]) and (16, 16) in FLOOR_SIZES["full"]["cells"]
-    records = [{"d": d, "m": m, "kind": kind, "best_loss": [0.0, 0.4]}
-               for d, m in [(16, 16), (64, 24)] for kind in ["softmax", "erf"]]
-    fig = plot_floor({"params": {"cells": [[16, 16], [64, 24]], "kinds": ["softmax", "erf"]}, "records": records})
+    assert (
+        all(m <= d for d, m in FLOOR_SIZES["full"]["cells"])
+        and (16, 16) in FLOOR_SIZES["full"]["cells"]
+    )
+    records = [
+        {"d": d, "m": m, "kind": kind, "best_loss": [0.0, 0.4]}
+        for d, m in [(16, 16), (64, 24)]
+        for kind in ["softmax", "erf"]
+    ]
+    fig = plot_floor(
+        {"params": {"cells": [[16, 16], [64, 24]], "kinds": ["softmax", "erf"]}, "records": records}
+    )
     ax = fig.axes[0]
     assert ax.get_yscale() == "log" and len(ax.get_xticklabels()) == 2
-    assert len(ax.get_lines()) == 4 + 2  # one set of dots per (kind, cell), plus the two reference lines
+    assert (
+        len(ax.get_lines()) == 4 + 2
+    )  # one set of dots per (kind, cell), plus the two reference lines
     matplotlib.pyplot.close(fig)
 
 
@@ -162,15 +192,32 @@ def test_depth_two_and_its_upper_bound_on_known_point_sets():
     assert depth_two_certified(cross) in (0, 1)  # degenerate (0 is on segments): may stay undecided
     spread = torch.randn(40, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     assert depth_two_certified(spread) == 1
-    assert depth_upper_bound(spread, restarts=64, steps=200, generator=torch.Generator().manual_seed(0))[0] >= 2
-    count, theta = depth_upper_bound(cross, restarts=16, steps=100, generator=torch.Generator().manual_seed(0))
+    assert (
+        depth_upper_bound(
+            spread, restarts=64, steps=200, generator=torch.Generator().manual_seed(0)
+        )[0]
+        >= 2
+    )
+    count, theta = depth_upper_bound(
+        cross, restarts=16, steps=100, generator=torch.Generator().manual_seed(0)
+    )
     assert count == 3 and int(((cross @ theta) >= 0).sum()) == 3
-    simplex = torch.tensor([[1.0, 0.0], [-0.5, 3**0.5 / 2], [-0.5, -(3**0.5) / 2]], dtype=torch.float64)
+    simplex = torch.tensor(
+        [[1.0, 0.0], [-0.5, 3**0.5 / 2], [-0.5, -(3**0.5) / 2]], dtype=torch.float64
+    )
     assert depth_two_certified(simplex) == -1  # depth exactly 1: removing a vertex leaves 0 outside
-    assert depth_upper_bound(simplex, restarts=16, steps=100, generator=torch.Generator().manual_seed(0))[0] == 1
+    assert (
+        depth_upper_bound(
+            simplex, restarts=16, steps=100, generator=torch.Generator().manual_seed(0)
+        )[0]
+        == 1
+    )
     half = torch.tensor([[1.0, 0.2], [0.5, -0.3], [2.0, 1.0]], dtype=torch.float64)
     assert depth_two_certified(half) == -1
-    assert depth_upper_bound(half, restarts=8, steps=50, generator=torch.Generator().manual_seed(0))[0] == 0
+    assert (
+        depth_upper_bound(half, restarts=8, steps=50, generator=torch.Generator().manual_seed(0))[0]
+        == 0
+    )
     with pytest.raises(ValueError):
         depth_two_certified(torch.zeros(3))
     with pytest.raises(ValueError):

@@ -37,7 +37,9 @@ def test_the_certificate_agrees_with_a_brute_force_separation_search():
     angles = torch.linspace(0, 2 * torch.pi, 20001, dtype=torch.float64)
     dirs = torch.stack([angles.cos(), angles.sin()], -1)
     for _ in range(40):
-        pts = torch.randn(5, 2, generator=gen, dtype=torch.float64) + 0.5 * torch.randn(2, generator=gen, dtype=torch.float64)
+        pts = torch.randn(5, 2, generator=gen, dtype=torch.float64) + 0.5 * torch.randn(
+            2, generator=gen, dtype=torch.float64
+        )
         separated = bool(((pts @ dirs.T).min(0).values > 1e-9).any())
         verdict = origin_in_hull(pts)
         assert verdict != 0

@@ -27,7 +27,9 @@ def test_nested_rows_are_uniform_on_the_sphere_at_each_m():
     nested = nested_instances(1, 20000, 6, seed=0)
     for m in (3, 6):
         V = at_m(nested, m).dense().V[0]
-        torch.testing.assert_close(V.T @ V / V.shape[0], torch.eye(m, dtype=torch.float64) / m, atol=0.01, rtol=0)
+        torch.testing.assert_close(
+            V.T @ V / V.shape[0], torch.eye(m, dtype=torch.float64) / m, atol=0.01, rtol=0
+        )
 
 
 def test_instance_k_does_not_depend_on_the_batch():
@@ -59,7 +61,9 @@ def test_sweep_m_is_independent_of_budget_and_of_the_m_asked_for():
     full = sweep_m(measure, 7, 30, [4, 6, 8, 10], m_max=10, seed=2)
     some = sweep_m(measure, 7, 30, [8], m_max=10, seed=2, budget_bytes=1)  # one instance per chunk
     assert set(full) == {4, 6, 8, 10} and full[8]["loss"].shape == (7,)
-    assert torch.equal(full[8]["loss"], some[8]["loss"]) and torch.equal(full[8]["head"], some[8]["head"])
+    assert torch.equal(full[8]["loss"], some[8]["loss"]) and torch.equal(
+        full[8]["head"], some[8]["head"]
+    )
 
 
 def test_sweep_m_rejects_m_beyond_m_max():

@@ -30,7 +30,9 @@ def test_per_instance_step_sizes_on_a_batch_split_into_cache_blocks(d, m, B):
 
 def test_failure_mode_codes_are_0_to_3():
     assert metrics.FAILURE_MODES == ("success", "off_target", "same_target", "under_stepped")
-    assert metrics.mode_fractions(torch.tensor([0, 1, 2, 3])) == {name: 0.25 for name in metrics.FAILURE_MODES}
+    assert metrics.mode_fractions(torch.tensor([0, 1, 2, 3])) == dict.fromkeys(
+        metrics.FAILURE_MODES, 0.25
+    )
     for bad in ([0, 4], [-1, 0], [0.0, 1.0]):
         with pytest.raises(ValueError, match="codes"):
             metrics.mode_fractions(torch.tensor(bad))
@@ -40,8 +42,11 @@ def test_success_refuses_both_heads_on_one_target():
     w = torch.tensor([0.97, 0.01, 0.01, 0.01], dtype=torch.float64)
     loss = torch.tensor(0.0, dtype=torch.float64)
     assert bool(metrics.success(loss, w, w.flip(0), torch.tensor([0, 3])))
-    for fn in (lambda s: metrics.success(loss, w, w, s), lambda s: metrics.target_masses(w, w, s),
-               lambda s: metrics.failure_modes(loss, w, w, s)):
+    for fn in (
+        lambda s: metrics.success(loss, w, w, s),
+        lambda s: metrics.target_masses(w, w, s),
+        lambda s: metrics.failure_modes(loss, w, w, s),
+    ):
         with pytest.raises(ValueError, match=r"i\* != j\*"):
             fn(torch.tensor([0, 0]))
         with pytest.raises(ValueError, match="support out of range"):
@@ -73,13 +78,26 @@ def test_stream_sizes_are_integers_within_the_stream():
     assert streams.stream_length(32) == 2**32 and streams.stream_length(33) == 2**31
     last = streams.stream_inputs(keys, 2**31 - 1, 1, 40)  # the last sample of a d = 40 stream
     assert last.shape == (1, 1, 40)
-    for start, count, what in [(2**31 - 1, 2, "length"), (2**31, 1, "length"), (0, 2.0, "count"),
-                               (0, 2.5, "count"), (True, 2, "start"), (-1, 2, "start"), (0, 0, "count")]:
+    for start, count, what in [
+        (2**31 - 1, 2, "length"),
+        (2**31, 1, "length"),
+        (0, 2.0, "count"),
+        (0, 2.5, "count"),
+        (True, 2, "start"),
+        (-1, 2, "start"),
+        (0, 0, "count"),
+    ]:
         with pytest.raises(ValueError, match=what):
             streams.stream_inputs(keys, start, count, 40)
     inst = random_instances(1, 8, 4, seed=0)
     args = (keys, None, inst.V, inst.theta0, -inst.theta0, inst.support)
-    for ns, what in [([2.5], r"ns\[0\]"), ([4, 2], "increasing"), ([], "non-empty"), (4, "list"), ([True], r"ns\[0\]")]:
+    for ns, what in [
+        ([2.5], r"ns\[0\]"),
+        ([4, 2], "increasing"),
+        ([], "non-empty"),
+        (4, "list"),
+        ([True], r"ns\[0\]"),
+    ]:
         with pytest.raises(ValueError, match=what):
             streams.stream_empirical_grads(*args[:1], ns, *args[2:])
 
@@ -107,7 +125,10 @@ def test_sizes_that_cannot_fit_are_refused_before_allocating():
         (lambda: sxor.sphere_embeddings(10**6, 10**6), r"sphere_embeddings\(d, m, batch\)"),
         (lambda: sxor.sphere_embeddings(1000, 1000, batch=(10**6,)), "sphere_embeddings"),
         (lambda: sxor.random_support(8, batch=(10**13,)), r"random_support\(d, batch\)"),
-        (lambda: sxor.sample_sparse_xor(10**12, 16, torch.tensor([0, 1])), r"sample_sparse_xor\(n, d\)"),
+        (
+            lambda: sxor.sample_sparse_xor(10**12, 16, torch.tensor([0, 1])),
+            r"sample_sparse_xor\(n, d\)",
+        ),
         (lambda: streams.stream_inputs(torch.tensor([0]), 0, 10**9, 8), "stream_inputs"),
     ]:
         with pytest.raises(ValueError, match=what + r".*GiB.*MAX_BYTES"):
