@@ -1,6 +1,7 @@
 # Two commands for readers (see README.md):
 #   make book   build the website into _build/html
-#   make test   every check: unit tests, nbval over every notebook, strict book build
+#   make test   every check: lint, unit tests, nbval over every notebook, strict book build
+#   make lint   ruff (lint and format), mypy and codespell: the code's own checks, in seconds
 #   make student  the notebooks without their solutions, into STUDENT_DIR (default _build/student)
 #   make pdf    the whole book in one PDF, _build/pdf/book.pdf (needs Chromium: apt-get install chromium)
 # They create .venv from requirements.txt first when it is missing or out of date.
@@ -23,7 +24,7 @@ NOTEBOOKS := $(shell find book -name '*.ipynb' -not -path '*/.ipynb_checkpoints/
 NB    ?= $(NOTEBOOKS)
 STUDENT_DIR ?= _build/student
 
-.PHONY: book test unit nbval strict-book execute mutate pdf clean student
+.PHONY: book test lint unit nbval strict-book execute mutate pdf clean student
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,8 +38,18 @@ book: $(STAMP)
 	@$(PY) tools/set_repository.py --check
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
 
+# The code's own checks (book/appendix/contributing.md says what each guards); .pre-commit-config.yaml
+# runs the same commands before each commit.
+LINT_PATHS := sxor tools tests benchmarks _ext book
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/mypy
+	$(VENV)/bin/codespell $(LINT_PATHS) README.md
+
 # Two pytest workers; --dist loadfile keeps each notebook in one worker (one kernel, cells in order).
 test: $(STAMP)
+	$(MAKE) --no-print-directory lint
 	TQDM_DISABLE=1 timeout 1500 $(PY) -m pytest --nbval --nbval-current-env \
 	  --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg -q \
 	  -n 2 --dist loadfile

@@ -41,7 +41,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sxor.results import RESULTS_DIR, provenance  # noqa: E402
+from sxor.results import RESULTS_DIR, provenance  # noqa: E402  (after sys.path.insert)
 
 #: The package before the fast certificate (the merge base of this work): the reference.
 REFERENCE_COMMIT = "18c0cb0"
@@ -120,6 +120,7 @@ def child(
         text=True,
         timeout=timeout,
         cwd=str(path),
+        check=False,  # a failure is raised below, with the child's stderr
     )
     if done.returncode != 0:
         raise RuntimeError(f"child failed ({path}, {N, n, m, d}):\n{done.stderr[-2000:]}")

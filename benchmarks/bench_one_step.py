@@ -43,12 +43,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import sxor  # noqa: E402
-from sxor.results import RESULTS_DIR, provenance  # noqa: E402
-from sxor.xor import analysis, population  # noqa: E402
-from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402
-from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402
-from sxor.xor.sweeps import random_instances  # noqa: E402
+import sxor  # noqa: E402  (after sys.path.insert)
+from sxor.results import RESULTS_DIR, provenance  # noqa: E402  (after sys.path.insert)
+from sxor.xor import analysis, population  # noqa: E402  (after sys.path.insert)
+from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402  (after sys.path.insert)
+from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402  (after sys.path.insert)
+from sxor.xor.sweeps import random_instances  # noqa: E402  (after sys.path.insert)
 
 #: (d, m, instances in the batched timing) per device: a small size for the Monte-Carlo comparison,
 #: then the three sizes at which sxor.one_step is compared with the straightforward reference.
@@ -503,7 +503,7 @@ def bench_memory(
             runs[n].append(row)
     chunk = max(1, int(budget // (2 * d * m * 8)))  # as in sweep_m, m_max = m
     rows = []
-    for n, rs in runs.items():
+    for _n, rs in runs.items():
         growth = sorted(r["rss_growth_bytes"] for r in rs)
         mid = sorted(rs, key=lambda r: r["rss_growth_bytes"])[len(rs) // 2]
         rows.append(

@@ -11,7 +11,7 @@
 The most used Part I functions are re-exported here (``sxor.one_step``, ``sxor.predict``, ...).
 """
 
-from . import book
+from . import book as book  # the set-up helpers, re-exported: sxor.book.setup() in every chapter
 from .book import default_device
 from .xor.data import (
     all_inputs,

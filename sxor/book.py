@@ -44,7 +44,7 @@ def setup(seed: int = 0, threads: int | None = None) -> tuple[torch.device, int]
             raise ValueError(f"threads must be a positive integer or None, got {threads!r}")
         torch.set_num_threads(threads)
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 (setup's contract: NumPy's global generator, for readers' own cells)
     torch.manual_seed(seed)
     torch.set_printoptions(precision=4, sci_mode=False)
     np.set_printoptions(precision=4, suppress=True)

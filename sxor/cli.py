@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from . import experiments
 from .results import RESULTS_DIR, save_results
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Default output folder of a CI-size run (relative to the working directory).
 CI_OUT = Path("sxor-ci-results")
@@ -92,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         import matplotlib
 
         matplotlib.use("Agg")
-        figure = exp.plot(results)
+        # Experiment.plot is documented to return a Figure (typed as object in sxor.experiments)
+        figure = cast("Figure", exp.plot(results))
         figure.savefig(path.with_suffix(".png"), dpi=120, bbox_inches="tight")
         print(f"wrote {path.with_suffix('.png')}")
     return 0
@@ -109,14 +114,14 @@ def certify(file: Path, tau: str | None = None) -> int:
 
     try:
         X, Y, file_tau = load_dataset(file)
+        chosen_tau = file_tau  # --tau, when given, replaces the file's
         if tau is not None:
             try:
-                tau = Fraction(tau)
+                chosen_tau = Fraction(tau)
             except (ValueError, ZeroDivisionError):
                 raise ValueError(f"--tau {tau!r} is not a rational number") from None
-        tau = tau if tau is not None else file_tau
         t0 = time.perf_counter()
-        T = construct(X, Y, attention="softmax", tau=tau)
+        T = construct(X, Y, attention="softmax", tau=chosen_tau)
         t1 = time.perf_counter()
         c = softmax_certificate(T, X, Y)
         t2 = time.perf_counter()

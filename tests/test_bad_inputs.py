@@ -880,9 +880,11 @@ EXEMPT = {
 
 
 def _run(row: Row) -> None:
-    with hang_guard(f"{row.function} with {row.what}"):
-        with pytest.raises((ValueError, TypeError)) as info:
-            row.call()
+    with (
+        hang_guard(f"{row.function} with {row.what}"),
+        pytest.raises((ValueError, TypeError)) as info,
+    ):
+        row.call()
     assert info.match(f"(?i){row.names}"), (
         f"{row.function} with {row.what}: message {str(info.value)!r}"
     )

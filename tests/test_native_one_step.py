@@ -117,7 +117,7 @@ def test_the_fused_first_pass_rescales_as_the_extremes_move(monkeypatch, order, 
     V = torch.take_along_dim(inst.V, idx.unsqueeze(-1), -2)
     V = V.contiguous() if layout == "dm" else V.transpose(-1, -2).contiguous().transpose(-1, -2)
     for fn in (sxor.one_step, population.one_step_and_limit):
-        fast, slow = both_paths(monkeypatch, lambda: fn(V, theta0, inst.support, 1e4))
+        fast, slow = both_paths(monkeypatch, lambda fn=fn: fn(V, theta0, inst.support, 1e4))
         assert_same(fast, slow, torch.float64)
 
 
@@ -252,7 +252,9 @@ def test_factored_step_equals_the_torch_path(monkeypatch, dtype):
         b = at_m(nested, m)
         fast, slow = both_paths(
             monkeypatch,
-            lambda: population.one_step_and_limit_factored(b.Z, b.scale, b.theta0, b.support, 5e4),
+            lambda b=b: population.one_step_and_limit_factored(
+                b.Z, b.scale, b.theta0, b.support, 5e4
+            ),
         )
         assert_same(fast, slow, dtype)
         dense = b.dense()
@@ -519,7 +521,9 @@ def test_step_sizes(monkeypatch, eta):
         "one-element": torch.tensor([7e3], dtype=torch.float64),
     }.get(eta, eta)
     for fn in (sxor.one_step, population.one_step_and_limit):
-        fast, slow = both_paths(monkeypatch, lambda: fn(inst.V, inst.theta0, inst.support, eta))
+        fast, slow = both_paths(
+            monkeypatch, lambda fn=fn: fn(inst.V, inst.theta0, inst.support, eta)
+        )
         assert_same(fast, slow, torch.float64)
         assert all(bool(torch.isfinite(t).all()) for t in fields(fast) if t.is_floating_point())
 
@@ -582,7 +586,10 @@ def test_against_the_enumerated_reference(layout):
     eta = 30.0
     fast = sxor.one_step(V, inst.theta0, inst.support, eta)
     assert population.last_path().path == "native"
-    loss = lambda a, b: reference.enumerated_loss(V, a, b, inst.support)  # noqa: E731
+
+    def loss(a, b):
+        return reference.enumerated_loss(V, a, b, inst.support)
+
     grad, grad_tilde = reference.autograd_grad(loss, inst.theta0, -inst.theta0)
     torch.testing.assert_close(fast.theta, inst.theta0 - eta * grad, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(

@@ -64,9 +64,12 @@ def text_outputs(cell):
             yield output.text
         elif output.output_type in ("execute_result", "display_data"):
             data = output.get("data", {})
-            if not any(key.startswith("image/") or key == WIDGET_MIME for key in data):
-                if "text/html" not in data and "text/latex" not in data:
-                    yield data.get("text/plain", "")
+            if (
+                not any(key.startswith("image/") or key == WIDGET_MIME for key in data)
+                and "text/html" not in data
+                and "text/latex" not in data
+            ):
+                yield data.get("text/plain", "")
 
 
 def image_outputs(cell) -> int:
@@ -182,7 +185,7 @@ def test_figures_are_not_shrunk_until_unreadable(path):
 
 def test_figure_names_are_unique_across_the_book():
     seen: dict[str, str] = {}
-    for path, index, cell in figures():
+    for path, _index, cell in figures():
         name = cell.metadata.get("mystnb", {}).get("figure", {}).get("name")
         if name:
             assert name not in seen, f"{name} used in {seen[name]} and {path.name}"

@@ -458,12 +458,12 @@ def external_loads(root: Node) -> list[str]:
         if node.tag == "link" and set(node.attrs.get("rel", "").lower().split()) & LOADED_LINKS:
             keys.append("href")
         for key in keys:
-            for target in (
+            for candidate in (
                 re.split(r",\s*", node.attrs.get(key, ""))
                 if key == "srcset"
                 else [node.attrs.get(key, "")]
             ):
-                target = target.split()[0] if target.split() else ""
+                target = candidate.split()[0] if candidate.split() else ""
                 if target and leaves_site(target):
                     found.append(f"<{node.tag} {key}={target}>")
         if node.tag == "style" or "style" in node.attrs:
@@ -702,6 +702,7 @@ def browser_check(
                 capture_output=True,
                 text=True,
                 timeout=180,
+                check=False,  # the page is judged by its DOM and log, not Chromium's status
             )
             name = page.relative_to(site).as_posix()
             for error in sorted(set(script_errors(result.stderr))):

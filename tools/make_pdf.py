@@ -61,6 +61,7 @@ def print_pdf(page: Path, out: Path, chromium: str) -> None:
             capture_output=True,
             text=True,
             timeout=900,
+            check=False,  # success is judged by the PDF written (see main)
         )
 
 

@@ -117,7 +117,13 @@ def run_tests(
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            cmd, cwd=where, env=env, capture_output=True, text=True, timeout=timeout
+            cmd,
+            cwd=where,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,  # the exit status is the outcome, read below
         )
     except subprocess.TimeoutExpired:
         return "timeout", time.perf_counter() - start, f"no result within {timeout:.0f} s"

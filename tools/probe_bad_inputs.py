@@ -273,6 +273,7 @@ else:
             capture_output=True,
             text=True,
             timeout=timeout,
+            check=False,  # the exit status is read below
         )
     except subprocess.TimeoutExpired:
         return name, "hang", f"no answer within {timeout:.0f} s"

@@ -202,8 +202,8 @@ def write_student_edition(notebooks: list[Path], out: Path) -> list[Path]:
         If a notebook lies outside ``book/`` or holds a malformed solution.
     """
     written = []
-    for path in notebooks:
-        path = Path(path).resolve()
+    for given in notebooks:
+        path = Path(given).resolve()
         if BOOK not in path.parents:
             raise ValueError(f"notebooks: {path} is not under {BOOK}")
         target = Path(out) / path.relative_to(BOOK)

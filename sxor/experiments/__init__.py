@@ -1,10 +1,12 @@
 """Named experiments: one runner for the command line and the notebooks.
 
-Each module of this package serves one chapter and is named after it (``one_step``,
-``why_transformer``, ``why_softmax``, ``finite_samples``, ``beyond_two_bits``,
-``regularised_training``). A module registers its sweeps with :func:`register`; every sweep has
-two sizes, ``ci`` (what the notebook runs, well under a minute on a CPU) and ``full`` (the
-committed results in :data:`sxor.results.RESULTS_DIR`). Modules are discovered, not listed.
+Each chapter has a module named after it (``one_step``, ``why_transformer``, ``why_softmax``,
+``finite_samples``, ``beyond_two_bits``, ``regularised_training``) that holds or gathers its names;
+a chapter with several families of sweeps keeps each family in a module named after the chapter
+and the family (``one_step_grid``, ``finite_samples_sgd``, ...). A module registers its sweeps
+with :func:`register`; every sweep has two sizes, ``ci`` (what the notebook runs, well under a
+minute on a CPU) and ``full`` (the committed results in :data:`sxor.results.RESULTS_DIR`).
+Modules are discovered, not listed.
 
 :func:`run` is the one way to run an experiment: it returns exactly the results-file shape
 (``experiment``, ``params`` with ``size``, ``records``, ``meta``) that the command line saves and
@@ -31,6 +33,9 @@ from ..results import check_device, provenance
 #: The sizes every experiment has.
 SIZES = ("ci", "full")
 
+#: An experiment's ``run(size, device) -> (params, records)``.
+RunFunction = Callable[[str, torch.device], tuple[dict, list[dict]]]
+
 
 @dataclass(frozen=True)
 class Experiment:
@@ -38,7 +43,7 @@ class Experiment:
 
     name: str
     description: str
-    run: Callable[[str, torch.device], tuple[dict, list[dict]]]
+    run: RunFunction
     plot: Callable[[dict], object] | None = None
     #: Record fields that identify a cell exactly; set when the CI run's cells are a subset of
     #: the full run's (same seeds), so that :func:`compare` can check one against the other.
@@ -60,7 +65,7 @@ def register(
     compare_keys: Sequence[str] | None = None,
     compare_tol: float = 1e-9,
     compare_prefix: Sequence[str] = (),
-):
+) -> Callable[[RunFunction], RunFunction]:
     """Decorator registering an experiment's ``run(size, device) -> (params, records)``.
 
     Parameters
@@ -83,7 +88,7 @@ def register(
         run has fewer instances per cell): :func:`compare` checks them on the CI length.
     """
 
-    def wrap(fn):
+    def wrap(fn: RunFunction) -> RunFunction:
         keys = tuple(compare_keys) if compare_keys is not None else None
         REGISTRY[name] = Experiment(
             name, description, fn, plot, keys, float(compare_tol), tuple(compare_prefix)
@@ -150,7 +155,9 @@ def run(name: str, size: str = "ci", device: torch.device | str | None = None) -
     exp = get(name)
     if size not in SIZES:
         raise ValueError(f"size must be one of {list(SIZES)}, got {size!r}")
-    device = check_device("device", device) if device is not None else default_device()
+    device = check_device("device", device)
+    if device is None:
+        device = default_device()
     start = time.perf_counter()
     params, records = exp.run(size, device)
     wall = time.perf_counter() - start
@@ -281,7 +288,7 @@ def compare(
         raise ValueError("the CI run has no records: nothing to compare")
     if prefix is None:
         prefix = registered.compare_prefix if registered is not None else ()
-    prefix = set(prefix)
+    prefixed = set(prefix)
 
     def key(record: dict, which: str) -> tuple:
         missing = [k for k in keys if k not in record]
@@ -301,7 +308,8 @@ def compare(
             raise ValueError(f"two records of the full run share the key {dict(zip(keys, k))}")
         index[k] = r
     seen: set[tuple] = set()
-    worst, problems = 0.0, []
+    worst = 0.0
+    problems: list[str] = []
     for rec in ci_records:
         k = key(rec, "CI")
         if k in seen:
@@ -316,10 +324,10 @@ def compare(
             if field in keys:
                 continue
             if field not in rec or field not in other:
-                why = f"only in the {'CI' if field in rec else 'full'} run"
+                why: str | None = f"only in the {'CI' if field in rec else 'full'} run"
                 diff = math.inf
             elif (
-                field in prefix
+                field in prefixed
                 and isinstance(rec[field], list)
                 and isinstance(other[field], list)
                 and len(rec[field]) <= len(other[field])

@@ -6,6 +6,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import cast
 
 import mpmath
 import numpy as np
@@ -96,7 +97,8 @@ def interpolation_errors(
             f"T must be an InterpolatingTransformer (from construct), got {type(T).__name__}"
         )
     X, Y = check_dataset(inputs, targets)
-    return [hausdorff_squared(out, y) for out, y in zip(T.map(X), Y)]
+    # one exact sequence against one: hausdorff_squared gives a single Fraction
+    return [cast(Fraction, hausdorff_squared(out, y)) for out, y in zip(T.map(X), Y)]
 
 
 def box_hausdorff_squared(lo: np.ndarray, hi: np.ndarray, Y: np.ndarray) -> Fraction:
@@ -437,16 +439,18 @@ def _certificate(
         default=Fraction(0),
     )
     hausdorff_bound = sqrt_upper(bound_sq)
-    midpoints = [hausdorff_squared((lo + hi) / 2, y) for (lo, hi), y in zip(boxes, Y)]
-    radius = T.radius
+    midpoints = [
+        cast(Fraction, hausdorff_squared((lo + hi) / 2, y)) for (lo, hi), y in zip(boxes, Y)
+    ]
+    absorbed = T.radius
     return {
         "tau": tau,
         "hausdorff_bound": hausdorff_bound,
         "exact": hausdorff_bound == 0,
         "deviation": deviation,
         "bound": float(T.error_bound(tau)),
-        "radius": radius,
-        "certified": radius is None or deviation <= radius,
+        "radius": absorbed,
+        "certified": absorbed is None or deviation <= absorbed,
         "hausdorff": [
             float(mpmath.sqrt(mpmath.mpf(h.numerator) / h.denominator)) for h in midpoints
         ],

@@ -19,6 +19,7 @@ import math
 import numbers
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 import numpy as np
 import torch
@@ -114,7 +115,7 @@ def attention_trajectory(
         return np.stack(states)
     if isinstance(X, np.ndarray):
         return np.stack([np.asarray(s) for s in states])
-    return torch.stack(states)
+    return torch.stack(cast(list[torch.Tensor], states))  # self_attention keeps a tensor a tensor
 
 
 def leaders(X: Array, A: Array) -> list[int]:

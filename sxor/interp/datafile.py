@@ -31,16 +31,24 @@ import json
 import zipfile
 from fractions import Fraction
 from pathlib import Path
+from typing import TypeAlias
 
 import numpy as np
 
 from .dataset import check_dataset
 from .exact import exact_scalar
 
+# A JSON value read exactly: a Fraction, or (nested) lists of them.
+_ExactJSON: TypeAlias = "Fraction | list[_ExactJSON]"
 
-def _exact_json(value: object, where: str) -> object:
+
+def _exact_json(value: object, where: str) -> _ExactJSON:
     if isinstance(value, list):
         return [_exact_json(v, f"{where}[{i}]") for i, v in enumerate(value)]
+    return _exact_json_number(value, where)
+
+
+def _exact_json_number(value: object, where: str) -> Fraction:
     if isinstance(value, float):
         raise ValueError(
             f"{where} is the JSON float {value!r}: write exact numbers, as integers or strings "
@@ -98,7 +106,7 @@ def load_dataset(path: str | Path) -> tuple[list[np.ndarray], list[np.ndarray], 
                 np.array(_exact_json(y, f"targets[{j}]"), dtype=object)
                 for j, y in enumerate(data["targets"])
             ]
-            tau = None if data.get("tau") is None else _exact_json(data["tau"], "tau")
+            tau = None if data.get("tau") is None else _exact_json_number(data["tau"], "tau")
         elif suffix == ".npz":
             try:
                 with np.load(path, allow_pickle=False) as f:

@@ -242,7 +242,7 @@ def random_dataset(
     inputs, keys = [], set()
     for nj in n:
         while True:  # terminates: more distinct subsets than N, checked above
-            rows = rng.sample(pool, nj) if overlap else points(nj)
+            rows = rng.sample(pool, nj) if pool is not None else points(nj)  # pool iff overlap
             if frozenset(rows) not in keys:
                 break
         keys.add(frozenset(rows))

@@ -24,6 +24,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 
+from .exact import exact_item
 from .layers import _fractions, as_exact, attention_scores
 
 #: Largest working precision (bits) :func:`~sxor.interp.enclosures.softmax_attention_enclosure`
@@ -137,7 +138,7 @@ def softmax_attention_enclosure(
     """
     prec = check_precision(prec)
     X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
-    rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
+    rho, tau = exact_item(rho, "rho"), exact_item(tau, "tau")
     if X.ndim != 2:
         raise ValueError(f"X must have shape [n, d], got {X.shape}")
     if tau <= 0:
@@ -147,9 +148,8 @@ def softmax_attention_enclosure(
     S = attention_scores(X, A)
     n, d = X.shape
     zero = Fraction(0)
-    v_norm = max(
-        (sum((abs(a) for a in row), zero) for row in V), default=zero
-    )  # |V| (l_inf -> l_inf)
+    # |V| (l_inf -> l_inf)
+    v_norm = max((sum((abs(a) for a in row), zero) for row in V), default=zero)
     lo, hi = np.empty((n, d), dtype=object), np.empty((n, d), dtype=object)
     saved, mpmath.iv.prec = mpmath.iv.prec, int(prec)
     try:
@@ -173,7 +173,9 @@ def softmax_attention_enclosure(
             )  # >= ln(size)
             tiny = mpmath.iv.mpf([0, mpmath.iv.exp(-M).b])  # [0, e^-M], rigorous
 
-            def weight(l: int):
+            def weight(
+                l: int, i: int = i, M: int = M, tiny: mpmath.ctx_iv.ivmpf = tiny
+            ) -> mpmath.ctx_iv.ivmpf:
                 exponents = [(S[i, k] - S[i, l]) / tau for k in range(n)]
                 if max(exponents) > M:  # pi_il <= 1 / e^M
                     return tiny
@@ -226,7 +228,7 @@ def feed_forward_enclosure(
         for floats (see :mod:`sxor.interp.exact`), ``lo > hi`` anywhere, and other shapes.
     """
     lo, hi = as_exact(lo, "lo"), as_exact(hi, "hi")
-    W, U, b, eta = as_exact(W, "W"), as_exact(U, "U"), as_exact(b, "b"), as_exact(eta, "eta").item()
+    W, U, b, eta = as_exact(W, "W"), as_exact(U, "U"), as_exact(b, "b"), exact_item(eta, "eta")
     if lo.shape != hi.shape or lo.ndim != 2:
         raise ValueError(f"lo and hi must have one shape [n, d], got {lo.shape} and {hi.shape}")
     if any(a > c for a, c in zip(lo.flat, hi.flat)):
@@ -260,9 +262,8 @@ def feed_forward_enclosure(
     pre_lo = _int_matmul(L, Upos.T) + _int_matmul(H, Uneg.T) + bD  # [n, w], times Du * D
     pre_hi = _int_matmul(H, Upos.T) + _int_matmul(L, Uneg.T) + bD
     for i in range(n):
-        if all(
-            a >= 0 or c <= 0 for a, c in zip(pre_lo[i], pre_hi[i])
-        ):  # constant pattern: affine here
+        # constant pattern: affine here
+        if all(a >= 0 or c <= 0 for a, c in zip(pre_lo[i], pre_hi[i])):
             on = tuple(
                 k
                 for k in range(w)
@@ -287,10 +288,8 @@ def feed_forward_enclosure(
                 (eta * lo[i, r], eta * hi[i, r]) if eta >= 0 else (eta * hi[i, r], eta * lo[i, r])
             )
             out_lo[i, r], out_hi[i, r] = low + e_lo, high + e_hi
-    for (
-        on,
-        rows,
-    ) in patterns.items():  # the affine map x -> M x + c of the pattern, on all its boxes at once
+    # the affine map x -> M x + c of the pattern, on all its boxes at once
+    for on, rows in patterns.items():
         M = np.array(
             [
                 [eta * (r == j) + sum((W[r, k] * U[k, j] for k in on), zero) for j in range(d)]
@@ -338,7 +337,7 @@ def mean_attention_enclosure(
         for floats and mismatched shapes.
     """
     lo, hi = as_exact(lo, "lo"), as_exact(hi, "hi")
-    rho, beta = as_exact(rho, "rho").item(), as_exact(beta, "beta").item()
+    rho, beta = exact_item(rho, "rho"), exact_item(beta, "beta")
     if lo.shape != hi.shape or lo.ndim != 2:
         raise ValueError(f"lo and hi must have one shape [n, d], got {lo.shape} and {hi.shape}")
     n = lo.shape[0]
@@ -509,7 +508,7 @@ def softmax_attention_box(
         as :func:`~sxor.interp.enclosures.softmax_attention_enclosure`.
     """
     X, A, V = as_exact(X, "X"), as_exact(A, "A"), as_exact(V, "V")
-    rho, tau = as_exact(rho, "rho").item(), as_exact(tau, "tau").item()
+    rho, tau = exact_item(rho, "rho"), exact_item(tau, "tau")
     if X.ndim != 2:
         raise ValueError(f"X must have shape [n, d], got {X.shape}")
     if tau <= 0:
@@ -554,9 +553,8 @@ def softmax_attention_box(
         )
         a_up = a_up.reshape(out.size, d)  # |x_l - m| <= a_up
         gaps = [(int(top[i]) - int(s)) * tau.denominator for i in rows for s in S[i, out]]
-        a_lo = np.array(
-            [746.0 if e >= cap else e / den for e in gaps], dtype=np.float64
-        )  # Python: correctly rounded
+        # Python: correctly rounded
+        a_lo = np.array([746.0 if e >= cap else e / den for e in gaps], dtype=np.float64)
         E = exp_neg_upper(np.maximum(_down(a_lo), 0.0)).reshape(len(rows), out.size)
         B = _up(_matmul_up(E, a_up) / k)  # |deviation_c| <= B_c
         radius[rows] = _matmul_up(B, V_up.T)

@@ -19,6 +19,7 @@ import math
 import numbers
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from typing import TypeGuard
 
 import numpy as np
 import torch
@@ -27,7 +28,7 @@ import torch
 Token = tuple
 
 
-def is_exact(X: object) -> bool:
+def is_exact(X: object) -> TypeGuard[np.ndarray]:
     r"""True when ``X`` selects the exact path (a numpy array of ``dtype=object``).
 
     Parameters
@@ -105,6 +106,20 @@ def as_exact(a: object, name: str = "array") -> np.ndarray:
     for idx, value in np.ndenumerate(arr):
         out[idx] = exact_scalar(name, value)
     return out
+
+
+def exact_item(a: object, name: str = "value") -> Fraction:
+    r"""The one entry of :func:`~sxor.interp.exact.as_exact` of ``a`` (``as_exact(a, name).item()``).
+
+    Parameters
+    ----------
+    a
+        A scalar, or an array of one entry, that :func:`~sxor.interp.exact.as_exact` accepts.
+    name
+        Name of the argument, used in error messages.
+    """
+    item: Fraction = as_exact(a, name).item()
+    return item
 
 
 def from_floats(a: object, name: str = "array") -> np.ndarray:

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from fractions import Fraction
 
 import numpy as np
 
-from .exact import Token, dot, fmt, zeros
+from .exact import Token, dot, fmt, l1, zeros
 from .network import FFLayer
 
 
-def injective_direction(values: Sequence[Token], d: int, start: int = 1) -> tuple[Fraction, ...]:
+def injective_direction(values: Collection[Token], d: int, start: int = 1) -> tuple[Fraction, ...]:
     r"""The first :math:`v = (1, t, \dots, t^{d-1})`, :math:`t = \mathrm{start}, \mathrm{start} + 1, \dots`, injective on ``values``.
 
     That is, whose projections :math:`\langle v, x \rangle` are pairwise distinct on ``values``. It
@@ -84,7 +84,7 @@ def _projection_spacing(values: list[Token], v: Sequence[Fraction]) -> tuple[Fra
     return min(b - a for a, b in itertools.pairwise(proj)), proj[-1] - proj[0]
 
 
-def conditioned_direction(values: Sequence[Token], d: int) -> tuple[Fraction, ...]:
+def conditioned_direction(values: Collection[Token], d: int) -> tuple[Fraction, ...]:
     r"""An injective direction :math:`v` on ``values`` whose projections are well spread.
 
     The proof (Theorem 13.B) needs only that :math:`\langle v, \cdot \rangle` is injective on the
@@ -231,7 +231,7 @@ def hat_move(
     U = np.array(rows, dtype=object)
     b = np.array(biases, dtype=object)
     W = np.array(cols, dtype=object).T.copy()
-    return FFLayer(Fraction(1), U, b, W, role, g, sum(abs(c) for c in v))
+    return FFLayer(Fraction(1), U, b, W, role, g, l1(v))
 
 
 def snap_move(

@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 import numbers
 from fractions import Fraction
-from typing import Union
+from typing import TypeAlias, TypeVar, overload
 
 import mpmath
 import numpy as np
@@ -43,8 +43,10 @@ from .exact import as_exact, is_exact
 from .exact import exact_scalar as _exact_scalar
 from .exact import fractions as _fractions
 
-Array = Union[torch.Tensor, np.ndarray]
-Scalar = Union[int, float, Fraction]
+Array: TypeAlias = torch.Tensor | np.ndarray
+Scalar: TypeAlias = int | float | Fraction
+
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,7 +129,7 @@ def _float_tokens(name: str, X: object) -> tuple[torch.Tensor, bool]:
     return t, numpy_in
 
 
-def _check_tau(tau: object) -> Scalar:
+def _check_tau(tau: _T) -> _T:
     if isinstance(tau, bool) or not isinstance(tau, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"tau must be a real number >= 0, got {tau!r}")
     if isinstance(tau, (float, np.floating)) and not math.isfinite(float(tau)):
@@ -149,6 +151,20 @@ def _relu_exact(Z: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
+def _check_ff_shapes(d: int, U: Array, b: Array, W: Array) -> None:
+    if U.ndim != 2 or U.shape[1] != d:
+        raise ValueError(
+            f"U must have shape [w, d] with d = {d} (the token dimension), got {tuple(U.shape)}"
+        )
+    w = U.shape[0]
+    _check_shape("b", tuple(b.shape), (w,), f"one bias per hidden unit, w = {w}")
+    _check_shape("W", tuple(W.shape), (d, w), f"[d, w] = [{d}, {w}]")
+
+
+@overload
+def feed_forward(X: torch.Tensor, eta: Scalar, W: Array, U: Array, b: Array) -> torch.Tensor: ...
+@overload
+def feed_forward(X: np.ndarray, eta: Scalar, W: Array, U: Array, b: Array) -> np.ndarray: ...
 def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
     r"""Token-wise ReLU feed-forward layer :math:`\mathrm{FF}(x) = \eta x + W \operatorname{relu}(U x + b)`.
 
@@ -178,27 +194,22 @@ def feed_forward(X: Array, eta: Scalar, W: Array, U: Array, b: Array) -> Array:
     if is_exact(X):
         X = as_exact(X, "X")
         _check_tokens("X", X.shape)
-        d = X.shape[-1]
         U, b, W = as_exact(U, "U"), as_exact(b, "b"), as_exact(W, "W")
         eta = _exact_scalar("eta", eta)
-    else:
-        X, numpy_in = _float_tokens("X", X)
-        d = X.shape[-1]
-        U, b, W = _float_tensor("U", U, X), _float_tensor("b", b, X), _float_tensor("W", W, X)
-        eta = _float_scalar("eta", eta)
-    if U.ndim != 2 or U.shape[1] != d:
-        raise ValueError(
-            f"U must have shape [w, d] with d = {d} (the token dimension), got {tuple(U.shape)}"
-        )
-    w = U.shape[0]
-    _check_shape("b", tuple(b.shape), (w,), f"one bias per hidden unit, w = {w}")
-    _check_shape("W", tuple(W.shape), (d, w), f"[d, w] = [{d}, {w}]")
-    if isinstance(X, np.ndarray):
+        _check_ff_shapes(X.shape[-1], U, b, W)
         return _fractions(eta * X + _relu_exact(X @ U.T + b) @ W.T)
+    X, numpy_in = _float_tokens("X", X)
+    U, b, W = _float_tensor("U", U, X), _float_tensor("b", b, X), _float_tensor("W", W, X)
+    eta = _float_scalar("eta", eta)
+    _check_ff_shapes(X.shape[-1], U, b, W)
     out = eta * X + torch.relu(X @ U.T + b) @ W.T
     return out.numpy() if numpy_in else out
 
 
+@overload
+def attention_scores(X: torch.Tensor, A: Array) -> torch.Tensor: ...
+@overload
+def attention_scores(X: np.ndarray, A: Array) -> np.ndarray: ...
 def attention_scores(X: Array, A: Array) -> Array:
     r"""Scores :math:`s_{il} = \langle A x_i, x_l \rangle`, shape ``[..., n, n]`` (exact for Fractions).
 
@@ -228,6 +239,20 @@ def attention_scores(X: Array, A: Array) -> Array:
     return S.numpy() if numpy_in else S
 
 
+def _hardmax_weights_exact(X: np.ndarray, A: Array) -> np.ndarray:
+    S = attention_scores(X, A)
+    top = np.equal(S, S.max(axis=-1, keepdims=True))
+    counts = top.sum(axis=-1, keepdims=True)
+    pi = np.empty(S.shape, dtype=object)
+    for idx, hit in np.ndenumerate(top):
+        pi[idx] = Fraction(1, int(counts[(*idx[:-1], 0)])) if hit else Fraction(0)
+    return pi
+
+
+@overload
+def attention_weights(X: torch.Tensor, A: Array, tau: Scalar = 0) -> torch.Tensor: ...
+@overload
+def attention_weights(X: np.ndarray, A: Array, tau: Scalar = 0) -> np.ndarray: ...
 def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
     r"""Attention matrix ``pi [..., n, n]`` for the scores :math:`s_{il} = \langle A x_i, x_l \rangle`.
 
@@ -264,16 +289,10 @@ def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
                 "value: pass float X, or use sxor.interp.softmax_attention_enclosure for rigorous "
                 "rational bounds"
             )
-        S = attention_scores(X, A)
-        top = np.equal(S, S.max(axis=-1, keepdims=True))
-        counts = top.sum(axis=-1, keepdims=True)
-        pi = np.empty(S.shape, dtype=object)
-        for idx, hit in np.ndenumerate(top):
-            pi[idx] = Fraction(1, int(counts[(*idx[:-1], 0)])) if hit else Fraction(0)
-        return pi
+        return _hardmax_weights_exact(X, A)
     numpy_in = isinstance(X, np.ndarray)
-    S = attention_scores(X, A)
-    S = torch.as_tensor(S) if numpy_in else S
+    scores = attention_scores(X, A)  # numpy exactly when X is
+    S = torch.as_tensor(scores) if isinstance(scores, np.ndarray) else scores
     if not bool(torch.isfinite(S).all()):
         raise ValueError(
             f"the scores <A x_i, x_l> overflow {S.dtype} (some are inf or nan): rescale X or A, "
@@ -291,6 +310,14 @@ def attention_weights(X: Array, A: Array, tau: Scalar = 0) -> Array:
     return pi.numpy() if numpy_in else pi
 
 
+@overload
+def self_attention(
+    X: torch.Tensor, A: Array, rho: Scalar, V: Array, tau: Scalar = 0
+) -> torch.Tensor: ...
+@overload
+def self_attention(
+    X: np.ndarray, A: Array, rho: Scalar, V: Array, tau: Scalar = 0
+) -> np.ndarray: ...
 def self_attention(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar = 0) -> Array:
     r"""Self-attention layer :math:`\mathrm{SA}(X)_i = \rho x_i + V \sum_l \pi_{il} x_l`.
 
@@ -338,16 +365,7 @@ def self_attention(X: Array, A: Array, rho: Scalar, V: Array, tau: Scalar = 0) -
 # --------------------------------------------------------------------------------------------
 
 
-def _pair_tokens(P: Array, Q: Array) -> tuple[object, object, bool]:
-    if is_exact(P) or is_exact(Q):
-        P, Q = as_exact(P, "P"), as_exact(Q, "Q")
-        _check_tokens("P", P.shape)
-        _check_tokens("Q", Q.shape)
-        numpy_in = True
-    else:
-        P, numpy_in = _float_tokens("P", P)
-        Q, _ = _float_tokens("Q", Q)
-        Q = Q.to(dtype=P.dtype, device=P.device)
+def _check_pair(P: Array, Q: Array) -> None:
     if P.shape[-1] != Q.shape[-1]:
         raise ValueError(
             f"P and Q must have the same token dimension d, got {P.shape[-1]} and {Q.shape[-1]}"
@@ -359,10 +377,25 @@ def _pair_tokens(P: Array, Q: Array) -> tuple[object, object, bool]:
             f"the batch dimensions of P {tuple(P.shape[:-2])} and Q {tuple(Q.shape[:-2])} do not match "
             f"(P is [..., n, d] = {tuple(P.shape)}, Q is [..., m, d] = {tuple(Q.shape)})"
         ) from None
-    return P, Q, numpy_in
 
 
-def hausdorff_squared(P: Array, Q: Array) -> object:
+def _exact_pair(P: Array, Q: Array) -> tuple[np.ndarray, np.ndarray]:
+    Pe, Qe = as_exact(P, "P"), as_exact(Q, "Q")
+    _check_tokens("P", Pe.shape)
+    _check_tokens("Q", Qe.shape)
+    _check_pair(Pe, Qe)
+    return Pe, Qe
+
+
+def _float_pair(P: Array, Q: Array) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    Pf, numpy_in = _float_tokens("P", P)
+    Qf, _ = _float_tokens("Q", Q)
+    Qf = Qf.to(dtype=Pf.dtype, device=Pf.device)
+    _check_pair(Pf, Qf)
+    return Pf, Qf, numpy_in
+
+
+def hausdorff_squared(P: Array, Q: Array) -> Fraction | np.ndarray | torch.Tensor:
     r"""Squared Hausdorff distance between the token sets (rows) of ``P [..., n, d]`` and ``Q [..., m, d]``.
 
     In the Euclidean norm,
@@ -386,9 +419,9 @@ def hausdorff_squared(P: Array, Q: Array) -> object:
         for nan/inf, complex or non-numeric entries, empty sequences, mismatched ``d`` or batch
         dimensions.
     """
-    P, Q, numpy_in = _pair_tokens(P, Q)
-    if isinstance(P, np.ndarray) and P.dtype == object:
-        diff = P[..., :, None, :] - Q[..., None, :, :]
+    if is_exact(P) or is_exact(Q):
+        Pe, Qe = _exact_pair(P, Q)
+        diff = Pe[..., :, None, :] - Qe[..., None, :, :]
         D2 = _fractions((diff * diff).sum(axis=-1))  # [..., n, m]
         forward, backward = D2.min(axis=-1).max(axis=-1), D2.min(axis=-2).max(axis=-1)
         if D2.ndim == 2:
@@ -397,9 +430,10 @@ def hausdorff_squared(P: Array, Q: Array) -> object:
         for idx, value in np.ndenumerate(forward):
             out[idx] = max(value, backward[idx])
         return out
-    D2 = ((P.unsqueeze(-2) - Q.unsqueeze(-3)) ** 2).sum(-1)
-    out = torch.maximum(D2.amin(-1).amax(-1), D2.amin(-2).amax(-1))
-    return out.numpy() if numpy_in else out
+    Pf, Qf, numpy_in = _float_pair(P, Q)
+    D2f = ((Pf.unsqueeze(-2) - Qf.unsqueeze(-3)) ** 2).sum(-1)
+    outf = torch.maximum(D2f.amin(-1).amax(-1), D2f.amin(-2).amax(-1))
+    return outf.numpy() if numpy_in else outf
 
 
 def hausdorff(P: Array, Q: Array) -> object:

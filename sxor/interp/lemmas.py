@@ -601,12 +601,12 @@ def random_sphere_instance(
             f"{61 ** (d - 1)} for d = {d}"
         )
     R = Fraction(int(torch.randint(1, 5, (), generator=generator)))
-    on = []
+    on: list[np.ndarray] = []
     while len(on) < n_sphere:
         p = rational_sphere_point(random_rationals((d - 1,), generator, bound=3, den=5), R)
         if not any(list(p) == list(q) for q in on):
             on.append(p)
-    inside = []
+    inside: list[np.ndarray] = []
     while len(inside) < n_inside:
         p = random_rationals((d,), generator, bound=int(R), den=6)
         if sum(x * x for x in p) < R * R:

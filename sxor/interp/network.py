@@ -357,6 +357,7 @@ class InterpolatingTransformer:
             return mpmath.mpf(0)
         if self.gap is None:
             return mpmath.inf
+        assert self.spread is not None and self.radius is not None, "set with gap by construct"
         ratio = self.spread / self.radius
         if ratio <= 1:
             return mpmath.inf
@@ -433,6 +434,7 @@ class InterpolatingTransformer:
             raise ValueError(f"tau must be finite and > 0, got {tau}")
         if self.gap is None:
             return mpmath.mpf(0)
+        assert self.spread is not None, "set with gap by construct"
         return (
             mpmath.mpf(self.spread.numerator)
             / self.spread.denominator

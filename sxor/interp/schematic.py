@@ -242,7 +242,7 @@ def plot_phases(T, sequences: Sequence, targets: Sequence, *, fontsize: float = 
         markerscale=1.0,
     )
     for h in legend.legend_handles:
-        if hasattr(h, "set_sizes"):
+        if h is not None and hasattr(h, "set_sizes"):
             h.set_sizes([60])
     fig.tight_layout(rect=(0, 0.12, 1, 1), h_pad=1.5)
     return fig

@@ -34,6 +34,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
+from .exact import exact_item
 from .layers import (
     Array,
     Scalar,
@@ -50,7 +51,7 @@ from .layers import (
 # --------------------------------------------------------------------------------------------
 
 
-def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
+def score_gaps(X: Array, A: Array) -> tuple[list[int], list[Fraction | float]]:
     r"""For each query of one sequence: the size :math:`k_i` of its argmax set and its score gap :math:`g_i`.
 
     :math:`g_i` is ``math.inf`` when every score ties. Exact (Fractions) for exact ``X``.
@@ -73,7 +74,8 @@ def score_gaps(X: Array, A: Array) -> tuple[list[int], list[object]]:
             f"score_gaps takes one sequence X [n, d], got scores of shape {tuple(S.shape)}"
         )
     rows = S.tolist()
-    sizes, gaps = [], []
+    sizes: list[int] = []
+    gaps: list[Fraction | float] = []
     for row in rows:
         top = max(row)
         rest = [s for s in row if s != top]
@@ -107,7 +109,7 @@ def log_nonmax_weight(X: Array, A: Array, tau: float) -> torch.Tensor:
     if tau == 0:
         raise ValueError("tau must be > 0 (at tau = 0 the weight outside the argmax set is 0)")
     S = attention_scores(X, A)
-    top = np.equal(S, S.max(axis=-1, keepdims=True)) if is_exact(X) else None
+    top = np.equal(S, S.max(axis=-1, keepdims=True)) if is_exact(S) else None  # exact iff X is
     S = (
         torch.as_tensor(np.asarray(S, dtype=np.float64))
         if isinstance(S, np.ndarray)
@@ -200,7 +202,7 @@ def softmax_deviation(X: Array, A: Array, rho: Scalar, V: Array, tau: float) -> 
 # --------------------------------------------------------------------------------------------
 
 
-def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[str, object]:
+def snap_layer(v: object, s: Scalar, h: Scalar, p: object, q: object) -> dict[str, object]:
     r"""Parameters of the width-3, :math:`\eta = 0` feed-forward snap layer, for ``feed_forward(X, **params)``.
 
     The layer is
@@ -228,11 +230,12 @@ def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[st
         for vectors ``v, p, q`` of different lengths, ``h <= 0``, ``v = 0``, and NaN or infinite
         entries.
     """
+    one: Fraction | float
+    zero: Fraction | float
     try:
         v, p, q = as_exact(v, "v"), as_exact(p, "p"), as_exact(q, "q")
-        s, h = as_exact(s, "s").item(), as_exact(h, "h").item()
+        s, h = exact_item(s, "s"), exact_item(h, "h")
         one, zero = Fraction(1), Fraction(0)
-        exact = True
     except ValueError:
         try:
             v, p, q = (np.asarray(a, dtype=np.float64) for a in (v, p, q))
@@ -248,8 +251,7 @@ def snap_layer(v: object, s: object, h: object, p: object, q: object) -> dict[st
             and math.isfinite(s)
             and math.isfinite(h)
         ):
-            raise ValueError("snap_layer parameters must be finite (got NaN or infinity)")
-        exact = False
+            raise ValueError("snap_layer parameters must be finite (got NaN or infinity)") from None
     d = v.shape[0] if v.ndim == 1 else -1
     if v.ndim != 1 or p.shape != (d,) or q.shape != (d,):
         raise ValueError(
@@ -271,8 +273,8 @@ def snap_temperature_bound(
     rho: Scalar,
     V: Array,
     v: object,
-    s: float,
-    h: float,
+    s: Scalar,
+    h: Scalar,
     tokens: list[int],
     kind: str = "gap",
 ) -> float:
@@ -341,7 +343,9 @@ def snap_temperature_bound(
             continue
         drops = S[i].max() - S[i, outside]
 
-        def bound(tau: float) -> float:
+        def bound(
+            tau: float, shift: np.ndarray = shift, drops: np.ndarray = drops, i: int = i
+        ) -> float:
             return float((shift * np.exp(-drops / tau)).sum()) / sizes[i]
 
         if bound(1e300) <= room:
@@ -363,8 +367,8 @@ def lands_in_slab(
     V: Array,
     tau: float,
     v: object,
-    s: float,
-    h: float,
+    s: Scalar,
+    h: Scalar,
     tokens: list[int],
 ) -> bool:
     r"""Whether every token in ``tokens`` leaves the float64 softmax layer inside the slab :math:`|\langle v, y \rangle - s| \le h`.
@@ -401,8 +405,8 @@ def largest_snapping_temperature(
     rho: Scalar,
     V: Array,
     v: object,
-    s: float,
-    h: float,
+    s: Scalar,
+    h: Scalar,
     tokens: list[int],
     tau_min: float = 1e-4,
     tau_max: float = 1e2,

@@ -28,6 +28,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from .checks import check_dims, check_embeddings, check_query, check_support
@@ -303,7 +304,7 @@ def median_separating_step(
     return math.log((1 - eps) / eps) / float(per_lambda.median())
 
 
-def smallest_m(ms: torch.Tensor | list, rates: torch.Tensor | list, target: float = 0.95) -> float:
+def smallest_m(ms: npt.ArrayLike, rates: npt.ArrayLike, target: float = 0.95) -> float:
     """Smallest ``m`` with success rate ``>= target``, linearly interpolated between grid points:
     the crossing after the last grid point below ``target``; ``nan`` if the last rate is below it."""
     ms, rates = np.asarray(ms, dtype=float), np.asarray(rates, dtype=float)

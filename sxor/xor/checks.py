@@ -183,7 +183,7 @@ def check_like(name: str, t: torch.Tensor, like_name: str, like: torch.Tensor) -
 
 def check_embeddings(V: object) -> tuple[int, int]:
     """Validate positional embeddings ``V [..., d, m]`` (real floating, finite) and return ``(d, m)``."""
-    check_tensor("V", V, 2)
+    V = check_tensor("V", V, 2)
     if not V.is_floating_point():
         raise ArgumentTypeError(f"V must be a real floating-point tensor, got dtype {V.dtype}")
     d, m = V.shape[-2], V.shape[-1]
@@ -195,7 +195,7 @@ def check_embeddings(V: object) -> tuple[int, int]:
 def check_query(name: str, theta: object, m: int, like: torch.Tensor | None = None) -> None:
     """Validate a query vector ``theta [..., m]`` (real floating, finite) against the embedding
     dimension ``m``, and against the dtype and device of ``like`` (the embeddings) when given."""
-    check_tensor(name, theta, 1)
+    theta = check_tensor(name, theta, 1)
     if not theta.is_floating_point():
         raise ArgumentTypeError(
             f"{name} must be a real floating-point tensor, got dtype {theta.dtype}"
@@ -213,8 +213,8 @@ def check_query(name: str, theta: object, m: int, like: torch.Tensor | None = No
 def check_weights(g: object, h: object, names: tuple[str, str] = ("g", "h")) -> int:
     """Validate two attention-weight tensors ``[..., d]`` (real floating, one dtype and device,
     one ``d``) and return ``d``. Non-finite entries are allowed: they propagate (a diverging run)."""
-    check_tensor(names[0], g, 1, real=True)
-    check_tensor(names[1], h, 1, real=True)
+    g = check_tensor(names[0], g, 1, real=True)
+    h = check_tensor(names[1], h, 1, real=True)
     if g.shape[-1] != h.shape[-1]:
         raise ValueError(
             f"{names[0]} and {names[1]} must have one length d, got {g.shape[-1]} and {h.shape[-1]}"
@@ -226,7 +226,7 @@ def check_weights(g: object, h: object, names: tuple[str, str] = ("g", "h")) -> 
 def check_support(support: object, d: int, k: int | None = 2) -> None:
     """Validate ``support [..., k]``: integer positions in ``[0, d)``, pairwise distinct
     (``k = 2``: ``i* != j*``; ``k = None``: any length ``k >= 1``, the ``k``-sparse parity)."""
-    check_tensor("support", support, 1)
+    support = check_tensor("support", support, 1)
     if support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
         raise ArgumentTypeError(
             f"support must be an integer (long) tensor, got dtype {support.dtype}"
@@ -307,6 +307,34 @@ def batch_shape(*shapes: torch.Size) -> torch.Size:
         return torch.broadcast_shapes(*shapes)
     except RuntimeError as err:
         raise ValueError(f"batch shapes do not broadcast: {[tuple(s) for s in shapes]}") from err
+
+
+# --- the inputs of the closed forms and of one step, together ---------------------------------
+
+
+def check_weights_and_support(g: torch.Tensor, h: torch.Tensor, support: object) -> torch.Tensor:
+    """Validate weights ``g, h [..., d]`` (:func:`check_weights`) and a support ``[..., 2]`` for
+    them, with batch shapes that broadcast; return the support as a tensor (:func:`as_support`)."""
+    d = check_weights(g, h)
+    support = as_support(support)
+    check_support(support, d)
+    batch_shape(g.shape[:-1], h.shape[:-1], support.shape[:-1])
+    return support
+
+
+def check_step_inputs(
+    V: torch.Tensor, theta0: torch.Tensor, support: torch.Tensor, eta: object
+) -> torch.Tensor:
+    """The checks of :func:`sxor.xor.population.one_step` that cost ``O(m + batch)``: everything but
+    ``V``'s finiteness, which the step checks from the scores it computes in its first pass.
+    Returns ``eta`` as a tensor."""
+    check_tensor("V", V, 2, real=True)
+    check_tensor("theta0", theta0, 1, real=True)
+    d, m = V.shape[-2], V.shape[-1]
+    check_dims(d, m)
+    check_query("theta0", theta0, m, like=V)
+    check_support(support, d)
+    return check_eta(eta, theta0, batch_shape(V.shape[:-2], theta0.shape[:-1], support.shape[:-1]))
 
 
 # --- devices, memory, inputs -------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import torch
 
+from ._ffnn_fit import fit_stacked
 from .checks import (
     ArgumentTypeError,
     as_support,
@@ -33,7 +34,6 @@ from .checks import (
     check_support,
     check_tensor,
 )
-from .data import sparse_xor_labels
 
 #: Adam's constants ``beta1, beta2, eps``, PyTorch's defaults.
 ADAM = (0.9, 0.999, 1e-8)
@@ -403,81 +403,26 @@ def train_ffnn(
     onehot = torch.nn.functional.one_hot(group, nW).to(
         dtype
     )  # [U, nW]: which width a unit belongs to
-    params = [W, b, a, c]
-    m1 = [torch.zeros_like(p) for p in params]
-    m2 = [torch.zeros_like(p) for p in params]
-    kept = [p.clone() for p in params]
-
-    data_gen = torch.Generator(device=device or "cpu").manual_seed(seed)
-    eval_gen = torch.Generator(device=device or "cpu").manual_seed(seed + 1_000_000_007)
-    x_val, y_val = _samples(R, n_val, d, support, eval_gen, dtype, device)
-    x_test, y_test = _samples(R, n_test, d, support, eval_gen, dtype, device)
-    x_hold, y_hold = _samples(R, n_test, d, support, eval_gen, dtype, device)
-    steps = torch.full((nW, R), -1, dtype=torch.long)
-    rejected = torch.zeros((nW, R), dtype=torch.long)
-    beta1, beta2, eps = ADAM
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the tensors are small: intra-op threads only add synchronisation
-    try:
-        for step in range(1, max_steps + 1):
-            x, y = _samples(R, batch, d, support, data_gen, dtype, device)
-            pre = torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2))  # [R, B, U]
-            hidden = pre.clamp_min(0)
-            err = (
-                (hidden * a.unsqueeze(1)) @ onehot + c.unsqueeze(1) - y.unsqueeze(-1)
-            ) / batch  # [R, B, nW]
-            back = err @ onehot.T  # each unit's network's error, [R, B, U]
-            dpre = back * a.unsqueeze(1) * (pre > 0)
-            grads = [
-                torch.bmm(dpre.transpose(1, 2), x),
-                dpre.sum(1),
-                (back * hidden).sum(1),
-                err.sum(1),
-            ]
-            torch._foreach_mul_(m1, beta1)
-            torch._foreach_add_(m1, grads, alpha=1 - beta1)
-            torch._foreach_mul_(m2, beta2)
-            torch._foreach_addcmul_(m2, grads, grads, value=1 - beta2)
-            denom = torch._foreach_sqrt(m2)
-            torch._foreach_div_(denom, math.sqrt(1 - beta2**step))
-            torch._foreach_add_(denom, eps)
-            torch._foreach_addcdiv_(params, m1, denom, value=-lr / (1 - beta1**step))
-            if step % eval_every == 0:
-                val = _losses(x_val, y_val, W, b, a, c, onehot).T.cpu()  # [nW, R]
-                candidate = (steps < 0) & (val < target)
-                new = candidate
-                if bool(candidate.any()):
-                    test_now = _losses(x_test, y_test, W, b, a, c, onehot).T.cpu()
-                    new = candidate & (test_now < target)
-                    rejected += (candidate & ~new).long()
-                if bool(new.any()):
-                    steps[new] = step
-                    unit_new = new.T.to(device)[:, group]  # [R, U]
-                    net_new = new.T.to(device)  # [R, nW]
-                    for k, (p, mask) in enumerate(
-                        zip(params, [unit_new.unsqueeze(-1), unit_new, unit_new, net_new])
-                    ):
-                        kept[k] = torch.where(mask, p, kept[k])
-                    if bool((steps > 0).all()):
-                        break
-    finally:
-        torch.set_num_threads(threads)
-    done = (steps > 0).T.to(device)
-    final = [
-        torch.where(m, k, p)
-        for p, k, m in zip(
-            params, kept, [done[:, group].unsqueeze(-1), done[:, group], done[:, group], done]
-        )
-    ]
-    with torch.no_grad():
-        per_sample = (
-            0.5 * (_forward(x_test, *final, onehot) - y_test.unsqueeze(-1)) ** 2
-        )  # [R, n, nW]
-        held = 0.5 * (_forward(x_hold, *final, onehot) - y_hold.unsqueeze(-1)) ** 2  # [R, n, nW]
-    test = per_sample.mean(1).T.cpu()
-    test_se = (per_sample.std(1) / math.sqrt(n_test)).T.cpu()
-    hold = held.mean(1).T.cpu()
-    hold_se = (held.std(1) / math.sqrt(n_test)).T.cpu()
+    fit = fit_stacked(
+        [W, b, a, c],
+        group,
+        onehot,
+        support,
+        restarts=R,
+        d=d,
+        batch=batch,
+        max_steps=max_steps,
+        lr=lr,
+        target=target,
+        eval_every=eval_every,
+        n_val=n_val,
+        n_test=n_test,
+        seed=seed,
+        adam=ADAM,
+        dtype=dtype,
+        device=device,
+    )
+    final = fit.params
     out_params, start = [], 0
     for k, w in enumerate(widths):
         sl = slice(start, start + w)
@@ -496,13 +441,13 @@ def train_ffnn(
         batch,
         max_steps,
         target,
-        steps,
-        test,
-        test_se,
+        fit.steps,
+        fit.test,
+        fit.test_se,
         out_params,
-        rejected,
-        hold,
-        hold_se,
+        fit.rejected,
+        fit.hold,
+        fit.hold_se,
     )
 
 
@@ -575,20 +520,6 @@ def smallest_reliable_width(records: list[dict], rate: float) -> dict[int, dict]
         if r["d"] not in out and r["successes"] >= rate * r["restarts"] - 1e-12:
             out[r["d"]] = r
     return out
-
-
-def _samples(R: int, n: int, d: int, support: torch.Tensor, gen: torch.Generator, dtype, device):
-    x = torch.randint(0, 2, (R, n, d), generator=gen, device=device).to(dtype).mul_(-2).add_(1)
-    return x, sparse_xor_labels(x, support)
-
-
-def _forward(x, W, b, a, c, onehot):
-    hidden = torch.baddbmm(b.unsqueeze(1), x, W.transpose(1, 2)).clamp_min(0)
-    return (hidden * a.unsqueeze(1)) @ onehot + c.unsqueeze(1)  # [R, n, nW]
-
-
-def _losses(x, y, W, b, a, c, onehot):
-    return 0.5 * ((_forward(x, W, b, a, c, onehot) - y.unsqueeze(-1)) ** 2).mean(1)  # [R, nW]
 
 
 def _one_pair(d: int, support: object, dtype: torch.dtype) -> tuple[int, int]:

@@ -137,7 +137,10 @@ def failure_modes(
     top, top_tilde = torch.broadcast_tensors(attention.argmax(-1), attention_tilde.argmax(-1))
     support = support.to(top.device)
     a, b = support[..., 0], support[..., 1]
-    on_target = lambda t: (t == a) | (t == b)  # noqa: E731
+
+    def on_target(t: torch.Tensor) -> torch.Tensor:
+        return (t == a) | (t == b)
+
     codes = torch.full(ok.shape, 3, dtype=torch.long, device=ok.device)
     codes = torch.where(top == top_tilde, torch.full_like(codes, 2), codes)
     codes = torch.where(~on_target(top) | ~on_target(top_tilde), torch.full_like(codes, 1), codes)

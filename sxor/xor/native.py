@@ -131,8 +131,9 @@ def _want_openmp() -> bool:
 def cache_key(cc: str, flags: list[str] | None = None) -> str:
     """Hash of the kernel's source, the flags (default :data:`FLAGS`), the compiler's version and
     the CPU's flags."""
+    # check=False: whatever the compiler prints (or nothing, if it fails) goes into the hash
     version = subprocess.run(
-        [cc, "--version"], capture_output=True, text=True, errors="replace", timeout=60
+        [cc, "--version"], check=False, capture_output=True, text=True, errors="replace", timeout=60
     ).stdout
     h = hashlib.sha256()
     for part in (
@@ -208,6 +209,7 @@ def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
     try:
         proc = subprocess.run(
             [cc, *flags, "-o", tmp, str(SOURCE), "-lm"],
+            check=False,  # the return code is read below, to raise with the compiler's message
             capture_output=True,
             text=True,
             errors="replace",

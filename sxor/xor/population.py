@@ -17,24 +17,48 @@ them, with no sampling and no enumeration.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import torch
 
+from ._softmax_rows import _loss_rows, _softmax_pullback_rows
+from ._step_path import (
+    OneStepResult,
+    StepAndLimit,
+    StepPath,
+    _native_or_none,
+    _native_step,
+    _set_path,
+    last_path,
+)
 from .checks import (
-    as_support,
     batch_shape,
-    check_dims,
     check_embeddings,
-    check_eta,
     check_finite,
     check_query,
+    check_step_inputs,
     check_support,
-    check_tensor,
-    check_weights,
+    check_weights_and_support,
 )
 from .model import attention_kind
 from .model import scores_unchecked as scores
+
+# The public names. Defined here, or in _step_path.py (the result types and last_path, beside the
+# native kernel's entry) and documented here. The API page lists them in this order (autodoc's
+# "bysource" follows __all__), which is the order of the code, hence not sorted.
+__all__ = [  # noqa: RUF022 (the API page's order, see above)
+    "loss_from_weights",
+    "grad_from_weights",
+    "check_model_inputs",
+    "population_loss",
+    "population_grad",
+    "population_grad_unchecked",
+    "OneStepResult",
+    "StepAndLimit",
+    "StepPath",
+    "last_path",
+    "one_step",
+    "one_step_and_limit",
+    "one_step_and_limit_factored",
+]
 
 
 def _pair(w: torch.Tensor, support: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -53,7 +77,7 @@ def loss_from_weights(g: torch.Tensor, h: torch.Tensor, support: torch.Tensor) -
     ``support [..., 2]`` holds distinct positions ``i* != j*`` in ``[0, d)`` with broadcasting batch
     shapes. Non-finite weights are not refused: they give a non-finite loss (a diverging run).
     """
-    support = _check_weights_and_support(g, h, support)
+    support = check_weights_and_support(g, h, support)
     gg, hh, gh = (g * g).sum(-1), (h * h).sum(-1), (g * h).sum(-1)
     diag = (g * g * h * h).sum(-1)
     g_a, g_b = _pair(g, support)
@@ -69,7 +93,7 @@ def grad_from_weights(
     ``dL/dg = ||h||^2 g + 2 (g.h) h - 2 g h^2 - (h_b e_a + h_a e_b)`` and the same with
     ``g`` and ``h`` swapped. Raises as :func:`loss_from_weights` does.
     """
-    support = _check_weights_and_support(g, h, support)
+    support = check_weights_and_support(g, h, support)
     shape = batch_shape(g.shape[:-1], h.shape[:-1], support.shape[:-1])
     g, h = g.expand(*shape, g.shape[-1]), h.expand(*shape, h.shape[-1])
     support = support.to(g.device, torch.int64).expand(*shape, 2)  # gather takes int64
@@ -83,14 +107,6 @@ def grad_from_weights(
     du_g = du_g.scatter_add(-1, support, -h_at)
     du_h = du_h.scatter_add(-1, support, -g_at)
     return du_g, du_h
-
-
-def _check_weights_and_support(g, h, support) -> torch.Tensor:
-    d = check_weights(g, h)
-    support = as_support(support)
-    check_support(support, d)
-    batch_shape(g.shape[:-1], h.shape[:-1], support.shape[:-1])
-    return support
 
 
 def check_model_inputs(V, theta, theta_tilde, support) -> None:
@@ -278,79 +294,6 @@ def _cache_blocks(V, theta0, support, eta):
     ]
 
 
-def _check_step_inputs(V, theta0, support, eta) -> torch.Tensor:
-    """The checks of :func:`one_step` that cost ``O(m + batch)``: everything but ``V``'s finiteness,
-    which :func:`_one_step` checks from the row sums it computes in its first pass. Returns ``eta``
-    as a tensor."""
-    check_tensor("V", V, 2, real=True)
-    check_tensor("theta0", theta0, 1, real=True)
-    d, m = V.shape[-2], V.shape[-1]
-    check_dims(d, m)
-    check_query("theta0", theta0, m, like=V)
-    check_support(support, d)
-    return check_eta(eta, theta0, batch_shape(V.shape[:-2], theta0.shape[:-1], support.shape[:-1]))
-
-
-class OneStepResult(NamedTuple):
-    """State after one population gradient step from the antisymmetric init ``(theta0, -theta0)``."""
-
-    theta: torch.Tensor  #: query of the first head after the step, ``[..., m]``
-    theta_tilde: torch.Tensor  #: query of the second head after the step, ``[..., m]``
-    loss: torch.Tensor  #: population loss after the step, ``[...]``
-    attention: torch.Tensor  #: weights of the first head after the step, ``[..., d]``
-    attention_tilde: torch.Tensor  #: weights of the second head after the step, ``[..., d]``
-
-
-class StepAndLimit(NamedTuple):
-    """:func:`one_step_and_limit`: one step of size ``eta`` and its ``eta -> infinity`` limit."""
-
-    step: OneStepResult  #: the step of size ``eta``
-    head: (
-        torch.Tensor
-    )  #: ``argmax_i <v_i, -dL/dtheta>``, where head 1 sits as ``eta -> infinity``, ``[...]``
-    head_tilde: torch.Tensor  #: ``argmax_i <v_i, -dL/dtheta~>``, ``[...]``
-
-
-def _gram_and_pair(W: torch.Tensor, support: torch.Tensor):
-    """For stacked weights ``W = [g, h] [..., 2, d]``: ``W`` expanded to the support's batch, the
-    Gram matrix ``W W^T [..., 2, 2]`` (``g.g, g.h, h.h`` in one product), ``P = g * h`` and the
-    support indices ``[..., 2, 2]`` (the same pair for both rows)."""
-    shape = batch_shape(W.shape[:-2], support.shape[:-1])
-    W = W.expand(*shape, *W.shape[-2:])
-    sup = support.to(W.device, torch.int64).unsqueeze(-2).expand(*shape, 2, 2)  # any integer dtype
-    return W, W @ W.transpose(-1, -2), W[..., 0, :] * W[..., 1, :], sup
-
-
-def _softmax_pullback_rows(s: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """``[J^T dL/dg, J^T dL/dh] [..., 2, d]`` for softmax heads with scores ``s`` and ``-s``: the
-    formulas of :func:`grad_from_weights` and the softmax pullback ``g * (u - <g, u>)``, fused into
-    a few passes over ``[..., 2, d]`` (equal to rounding).
-
-    With ``P = g h``: ``dL/dg = ||h||^2 g + h (2 g.h - 2 P)`` and ``dL/dh = ||g||^2 h + g (2 g.h - 2 P)``,
-    less the label terms at the support.
-    """
-    W = torch.softmax(torch.stack([s, -s], -2), -1)  # [..., 2, d]: g, h
-    W, G, P, sup = _gram_and_pair(W, support)
-    T = torch.add(2 * G[..., 0, 1:2], P, alpha=-2)  # 2 g.h - 2 P, [..., d]
-    du = W * torch.stack([G[..., 1, 1], G[..., 0, 0]], -1).unsqueeze(-1)  # [hh g, gg h]
-    du[..., 0, :].addcmul_(W[..., 1, :], T)
-    du[..., 1, :].addcmul_(W[..., 0, :], T)
-    du.scatter_add_(-1, sup, -W.gather(-1, sup.flip(-1)).flip(-2))  # -(h_b, h_a) and -(g_b, g_a)
-    dots = (W.unsqueeze(-2) @ du.unsqueeze(-1)).squeeze(-1)  # <g, du_g>, <h, du_h>: [..., 2, 1]
-    return (du - dots) * W  # out of place: the product above saved du for autograd
-
-
-def _loss_rows(W: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
-    """:func:`loss_from_weights` for stacked weights ``W = [g, h] [..., 2, d]`` (three passes over
-    ``[..., d]`` instead of seven; equal to rounding)."""
-    W, G, P, sup = _gram_and_pair(W, support)
-    diag = (P.unsqueeze(-2) @ P.unsqueeze(-1))[..., 0, 0]
-    picked = W.gather(-1, sup)  # [[g_a, g_b], [h_a, h_b]]
-    label = picked[..., 0, 0] * picked[..., 1, 1] + picked[..., 0, 1] * picked[..., 1, 0]
-    gg, gh, hh = G[..., 0, 0], G[..., 0, 1], G[..., 1, 1]
-    return 0.5 * (gg * hh + 2 * gh**2 - 2 * diag) - label + 0.5
-
-
 def _one_step(
     Vt,
     theta0,
@@ -406,205 +349,6 @@ def _one_step(
     return StepAndLimit(result, heads[..., 0], heads[..., 1])
 
 
-class StepPath(NamedTuple):
-    """Which implementation the last one-step call took (:func:`last_path`)."""
-
-    path: str  #: ``"native"`` (the C kernel of :mod:`sxor.xor.native`) or ``"torch"``
-    reason: str  #: why it took that path (the kernel's conditions, or the first one that failed)
-
-
-_LAST_PATH = StepPath("none", "no one-step call yet")
-
-
-def last_path() -> StepPath:
-    """The implementation the last call of :func:`one_step`, :func:`one_step_and_limit` or
-    :func:`one_step_and_limit_factored` in this process took, and why."""
-    return _LAST_PATH
-
-
-def _set_path(path: str, reason: str) -> None:
-    global _LAST_PATH
-    _LAST_PATH = StepPath(path, reason)
-
-
-def _native_step(
-    X,
-    sd: int,
-    sm: int,
-    theta0,
-    support,
-    eta,
-    kind: str,
-    *,
-    scale=None,
-    check_rows: bool,
-    limit: bool,
-    transposed: bool = False,
-):
-    """One step through the native kernel, or ``None`` (with the reason recorded) when it does not
-    apply. ``X`` holds the embeddings of a batch ``[B, ...]`` or one instance, with entry ``(i, j)``
-    of ``V`` (row ``i < d``, column ``j < m``) at element offset ``i * sd + j * sm`` of each instance
-    (times ``scale [.., d]`` when given); one of ``sd``, ``sm`` must be 1. ``transposed``: ``X`` is
-    ``V^T [..., m, d]`` (the factored step's ``Z``, with or without ``scale``)."""
-    from . import native
-
-    reason = None
-    if kind != "softmax":
-        reason = f"kind {kind!r} (the kernel is written for softmax heads)"
-    elif X.device.type != "cpu":
-        reason = f"device {X.device.type} (the kernel runs on the CPU)"
-    elif X.dtype not in (torch.float32, torch.float64):
-        reason = f"dtype {X.dtype}"
-    elif X.layout != torch.strided:
-        reason = f"layout {X.layout} (the kernel reads dense strided memory)"
-    elif X.is_neg() or X.is_conj():
-        reason = "embeddings with a lazy negation (the kernel reads the stored values)"
-    elif torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (X, theta0, eta, scale)
-    ):
-        reason = "an autograd graph is being recorded"
-    elif X.dim() not in (2, 3):
-        reason = f"{X.dim() - 2} batch dimensions (the kernel takes at most one)"
-    elif 1 not in (sd, sm):
-        reason = "embeddings strided along both d and m"
-    if reason is None:
-        lib = native.library()
-        if lib is None:
-            reason = native.unavailable_reason()
-    if reason is not None:
-        _set_path("torch", reason)
-        return None
-    single = X.dim() == 2
-    Xb = X.unsqueeze(0) if single else X
-    B = Xb.shape[0]
-    d, m = (Xb.shape[-1], Xb.shape[-2]) if transposed else (Xb.shape[-2], Xb.shape[-1])
-    dtype = X.dtype
-    if single and (
-        theta0.dim() > 1
-        or support.dim() > 1
-        or eta.dim() > 0
-        or (scale is not None and scale.dim() > 1)
-    ):
-        th = None
-    else:
-        try:
-            # resolve_neg: a lazily negated view (torch._neg_view) stores the un-negated values
-            th = theta0.to(dtype).expand(B, m).resolve_neg().contiguous()
-            sup = support.to(torch.int64).expand(B, 2).resolve_neg().contiguous()
-            et = eta.to(dtype).expand(B).resolve_neg().contiguous()
-            sc = None if scale is None else scale.to(dtype).expand(B, d).resolve_neg().contiguous()
-        except RuntimeError:
-            th = None
-    if th is None:
-        _set_path("torch", "the queries, support or eta carry batch dimensions that V does not")
-        return None
-    # The kernel indexes the weights at the support and reads m query coordinates per instance:
-    # anything the unchecked entry points let through that would read or write out of bounds (or
-    # that the torch path broadcasts differently, or refuses) goes to the torch path.
-    if (
-        theta0.dim() == 0
-        or theta0.shape[-1] != m
-        or support.dim() == 0
-        or support.shape[-1] != 2
-        or (scale is not None and (scale.dim() == 0 or scale.shape[-1] not in (1, d)))
-    ):
-        reason = "the queries, support or scale do not match the embeddings' d and m"
-    elif support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
-        reason = f"support of dtype {support.dtype} (the kernel takes integer positions)"
-    elif B and bool(((sup < 0) | (sup >= d)).any() or (sup[:, 0] == sup[:, 1]).any()):
-        reason = "a support position outside [0, d) or with i* == j*"
-    elif any(t.data_ptr() % t.element_size() for t in (Xb, th, et) + (() if sc is None else (sc,))):
-        reason = "embeddings, queries or scale not aligned to their element size"
-    if reason is not None:
-        _set_path("torch", reason)
-        return None
-    theta1, theta1t = torch.empty(B, m, dtype=dtype), torch.empty(B, m, dtype=dtype)
-    loss, g1, h1 = (
-        torch.empty(B, dtype=dtype),
-        torch.empty(B, d, dtype=dtype),
-        torch.empty(B, d, dtype=dtype),
-    )
-    head, headt, bad = (torch.empty(B, dtype=torch.int64) for _ in range(3))
-    fn = lib.sxor_one_step_f64 if dtype == torch.float64 else lib.sxor_one_step_f32
-    fused = native.fused_first_pass(d, m, X.element_size())
-    nbad = fn(
-        B,
-        d,
-        m,
-        Xb.data_ptr(),
-        Xb.stride(0) if B > 1 else 0,
-        sd,
-        sm,
-        None if sc is None else sc.data_ptr(),
-        d,
-        th.data_ptr(),
-        m,
-        sup.data_ptr(),
-        2,
-        et.data_ptr(),
-        1,
-        int(limit),
-        int(check_rows),
-        int(fused),
-        torch.get_num_threads(),
-        theta1.data_ptr(),
-        theta1t.data_ptr(),
-        loss.data_ptr(),
-        g1.data_ptr(),
-        h1.data_ptr(),
-        head.data_ptr(),
-        headt.data_ptr(),
-        bad.data_ptr(),
-    )
-    if nbad < 0:
-        raise MemoryError("the native one-step kernel could not allocate its workspace")
-    if nbad > 0 and check_rows:
-        _set_path("torch", "a score of the first pass was not finite (the torch path checks V)")
-        return None
-    threads = max(1, min(torch.get_num_threads(), B, 256))  # as the kernel caps them (MAX_THREADS)
-    # bad == 2: the instance's fused first pass would have cancelled badly, so the kernel redid it
-    # in three reads of V (a head saturated on a support position); said, not hidden
-    redone = int((bad == 2).sum()) if fused and B else 0
-    form = (
-        "three reads of V"
-        if not fused
-        else (
-            f"two reads of V, {redone} of {B} instances in three (cancellation)"
-            if redone
-            else "two reads of V"
-        )
-    )
-    _set_path(
-        "native",
-        f"C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
-        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}, {form}",
-    )
-    if single:
-        theta1, theta1t, loss, g1, h1, head, headt = (
-            t[0] for t in (theta1, theta1t, loss, g1, h1, head, headt)
-        )
-    result = OneStepResult(theta1, theta1t, loss, g1, h1)
-    return StepAndLimit(result, head, headt) if limit else result
-
-
-def _native_or_none(V, theta0, support, eta, kind, *, check_rows, limit):
-    """:func:`_native_step` for embeddings ``V [..., d, m]`` in any layout."""
-    if V.layout != torch.strided:
-        _set_path("torch", f"layout {V.layout} (the kernel reads dense strided memory)")
-        return None
-    return _native_step(
-        V,
-        V.stride(-2),
-        V.stride(-1),
-        theta0,
-        support,
-        eta,
-        kind,
-        check_rows=check_rows,
-        limit=limit,
-    )
-
-
 def one_step(
     V: torch.Tensor,
     theta0: torch.Tensor,
@@ -624,7 +368,7 @@ def one_step(
     ArgumentTypeError unless ``eta`` is a real number or tensor (not complex, bool or str);
     ValueError unless ``eta`` is finite, ``>= 0`` and broadcasts against the batch shape.
     """
-    eta = _check_step_inputs(V, theta0, support, eta)
+    eta = check_step_inputs(V, theta0, support, eta)
     out = _native_or_none(V, theta0, support, eta, kind, check_rows=True, limit=False)
     if out is not None:
         return out
@@ -651,7 +395,7 @@ def one_step_and_limit(
     ``check=False`` skips the input checks, for sweeps whose instances are drawn by the package.
     """
     eta = (
-        _check_step_inputs(V, theta0, support, eta)
+        check_step_inputs(V, theta0, support, eta)
         if check
         else torch.as_tensor(eta, dtype=V.dtype, device=V.device)
     )

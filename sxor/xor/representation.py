@@ -116,12 +116,11 @@ def minimise_loss(
         history_size=20,
         line_search_fn="strong_wolfe",
     )
-    best = [
-        float(population_loss(V, q[0].detach(), q[1].detach(), support, kind)),
-        q.detach().clone(),
-    ]
+    best_loss = float(population_loss(V, q[0].detach(), q[1].detach(), support, kind))
+    best_q = q.detach().clone()
 
     def closure():
+        nonlocal best_loss, best_q
         opt.zero_grad()
         with torch.no_grad():
             loss = population_loss(V, q[0], q[1], support, kind)
@@ -130,12 +129,12 @@ def minimise_loss(
                 return torch.tensor(math.inf, dtype=V.dtype)
             g0, g1 = population_grad_unchecked(V, q[0], q[1], support, kind)
             q.grad = torch.stack([g0, g1])
-        if float(loss) < best[0]:
-            best[0], best[1] = float(loss), q.detach().clone()
+        if float(loss) < best_loss:
+            best_loss, best_q = float(loss), q.detach().clone()
         return loss
 
     opt.step(closure)
-    return best[0], best[1]
+    return best_loss, best_q
 
 
 def best_losses(

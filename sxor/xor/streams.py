@@ -203,7 +203,7 @@ def stream_empirical_grads(
     ) * 256
     a, b = support[:, 0:1], support[:, 1:2]  # [S, 1]
     total = torch.zeros(S, 2, nb, 256, dtype=V.dtype, device=V.device)
-    du = []
+    means: list[torch.Tensor] = []  # (dL/dg, dL/dh) over the first n samples, one per n of ns
     pending = list(ns)
 
     def accumulate(byte: torch.Tensor) -> None:
@@ -211,9 +211,12 @@ def stream_empirical_grads(
         count = byte.shape[1]
         flat = (byte + offset).reshape(-1)  # [S * count * nb]
         proj = table[flat].reshape(S, count, nb, 2).sum(2)  # (g . x_k, h . x_k), [S, count, 2]
-        bit = lambda p: (
-            (byte.gather(-1, (p // 8).expand(S, count).unsqueeze(-1)).squeeze(-1) >> (p % 8)) & 1
-        )
+
+        def bit(p: torch.Tensor) -> torch.Tensor:
+            return (
+                byte.gather(-1, (p // 8).expand(S, count).unsqueeze(-1)).squeeze(-1) >> (p % 8)
+            ) & 1
+
         y = -(1 - 2 * bit(a)) * (1 - 2 * bit(b))
         residual = -proj[..., 0] * proj[..., 1] - y
         # dL/dg collects -r (h . x) x and dL/dh collects -r (g . x) x.
@@ -232,11 +235,11 @@ def stream_empirical_grads(
             n = pending.pop(0)
             if n > cut:
                 accumulate(byte[:, cut - lo : n - lo])
-            du.append((total @ signs).reshape(S, 2, 8 * nb)[..., :d] / n)
+            means.append((total @ signs).reshape(S, 2, 8 * nb)[..., :d] / n)
             cut = n
         if cut < stop:
             accumulate(byte[:, cut - lo :])
-    du = torch.stack(du)  # [len(ns), S, 2, d]
+    du = torch.stack(means)  # [len(ns), S, 2, d]
     Vt = V.transpose(-1, -2)
     r = phi.pullback(s, g, du[:, :, 0])
     r_tilde = phi.pullback(s_tilde, h, du[:, :, 1])

@@ -21,7 +21,7 @@ def test_a_target_no_output_reaches_makes_the_bound_positive():
     T = construct(X, Y, attention="softmax")
     assert softmax_certificate(T, X, Y)["exact"]
     far = np.array([[Fraction(7), Fraction(-7)]], dtype=object)
-    extra = [np.concatenate([Y[0], far])] + list(Y[1:])  # every output still lies on a target
+    extra = [np.concatenate([Y[0], far]), *Y[1:]]  # every output still lies on a target
     c = softmax_certificate(T, X, extra)
     assert not c["exact"] and c["hausdorff_bound"] > 0
     # the backward distance: from (7, -7) to the nearest target of Y[0] (where the outputs are)

@@ -93,7 +93,10 @@ def test_softmax_box_contains_the_reference_enclosure_and_the_true_value(seed):
         if r > Fraction(1, 10**90)
     )
     with mpmath.workdps(420):  # an independent evaluation, resolution about 1e-400
-        mp = lambda q: mpmath.mpf(q.numerator) / q.denominator  # noqa: E731
+
+        def mp(q):
+            return mpmath.mpf(q.numerator) / q.denominator
+
         S = [
             [
                 sum(mp(X[i, a]) * mp(A[b, a]) * mp(X[l, b]) for a in range(d) for b in range(d))

@@ -102,7 +102,7 @@ def test_network_is_frozen_and_checks_dimension():
         T.tau = Fraction(1)
     T2 = T.at_temperature(Fraction(1, 7))
     assert T2.tau == Fraction(1, 7) and T.tau != T2.tau
-    with pytest.raises(ValueError, match="dimension d = 2.*dimension 3"):
+    with pytest.raises(ValueError, match=r"dimension d = 2.*dimension 3"):
         T(frac([[1, 2, 3], [0, 0, 1]]))
     with pytest.raises(ValueError, match="dimension"):
         T.map([frac([[1, 2, 3]])])

@@ -177,7 +177,10 @@ def test_enclosure_contains_float_softmax():
     g = torch.Generator().manual_seed(2)
     X, A, V = random_rationals((4, 3), g), random_rationals((3, 3), g), random_rationals((3, 3), g)
     lo, hi = softmax_attention_enclosure(X, A, Fraction(1, 2), V, Fraction(3, 2), prec=100)
-    f = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+
+    def f(a):
+        return np.asarray(a, dtype=np.float64)
+
     y = self_attention(f(X), f(A), 0.5, f(V), 1.5)
     assert np.all(f(lo) - 1e-12 <= y) and np.all(y <= f(hi) + 1e-12)
     assert max(float(b - a) for a, b in zip(lo.flat, hi.flat)) < 1e-20

@@ -77,7 +77,7 @@ def test_training_respects_the_tikhonov_bound_near_theta_star():
     assert out["loss"] <= out["objective"] <= J_star_eps  # J <= J_eps(theta) <= J_eps(theta*)
     assert out["loss"] <= eps * data.theta_star_sq_norm
     assert out["min_loss"] <= out["loss"] and [c[0] for c in out["curve"]] == [1, 50, 100, 150, 200]
-    for step, J, J_eps, norm in out["curve"]:
+    for _step, J, J_eps, norm in out["curve"]:
         assert abs(J_eps - (J + eps / 2 * norm)) < 1e-12
     assert abs(out["sq_norm"] - sq_norm(th)) < 1e-12
 

@@ -203,7 +203,10 @@ def test_parity_descent_step_uses_the_exact_gradient():
     support = torch.tensor([[0, 2, 4]])
     eta = 0.5
     tr = parity_descent(inst.V, thetas, support, eta, 1)
-    loss = lambda t: parity_population_loss(inst.V, t, support)[0]
+
+    def loss(t):
+        return parity_population_loss(inst.V, t, support)[0]
+
     # the gradient, by central finite differences coordinate by coordinate
     eps = 1e-6
     grad = torch.zeros_like(thetas)

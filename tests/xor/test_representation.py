@@ -236,7 +236,7 @@ def test_depth_lemma_inequality_holds_pointwise_for_erf_weights():
         d = 4 + trial % 13
         k = 1 + trial % (d - 2)
 
-        def head():
+        def head(d=d, k=k, trial=trial):
             phi = 2 * torch.rand(d, generator=gen, dtype=torch.float64) ** (1 + trial % 5)
             anchors = 2 + torch.randperm(d - 2, generator=gen)[:k]
             if trial % 2:
