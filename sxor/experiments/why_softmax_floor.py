@@ -2,9 +2,9 @@
 :mod:`sxor.experiments.why_softmax`).
 
 * ``why-softmax-floor``: the best population loss found (L-BFGS from several starts) per
-  attention kind, on cells ``(d, m)`` (:func:`run_floor`, :func:`plot_floor`).
+  attention kind, on cells ``(d, m)`` (``run_floor``, :func:`plot_floor`).
 * ``why-softmax-gap``: for erf attention, the floor proved on each instance (hull, depth 2) against
-  the best loss found from more starts (:func:`run_gap`, :func:`gap_starts`).
+  the best loss found from more starts (``run_gap``, :func:`gap_starts`).
 """
 
 from __future__ import annotations

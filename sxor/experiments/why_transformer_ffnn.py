@@ -2,7 +2,7 @@
 :mod:`sxor.experiments.why_transformer`, whose docstring describes it).
 
 * ``why-transformer``: two-layer ReLU networks of every width in ``1..8`` for each ``d``, over
-  independent restarts (:func:`run`), with the further restarts of some widths joined to the first
+  independent restarts (``run``), with the further restarts of some widths joined to the first
   ones (:func:`join_restarts`); the success rates (:func:`rate_table`, :func:`plot_rates`) and the
   parameters against ``d`` beside the transformer's (:func:`plot_parameters`).
 """

@@ -25,7 +25,7 @@ RELIABILITY = 0.9
 
 def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, float]:
     """``{d: smallest m whose one-step success rate is >= rate}`` on the one-step chapter's grid
-    (``committed_results("one-step-grid")``), by :func:`sxor.experiments.one_step.m95_by_d`: the
+    (``committed_results("one-step-grid")``), by :func:`~sxor.experiments.one_step_grid.m95_by_d`: the
     interpolated crossing after the last grid point below ``rate`` (``nan`` if never reached)."""
     return m95_by_d(grid["records"], target=rate)
 

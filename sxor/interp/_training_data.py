@@ -145,7 +145,7 @@ def authors_draw(
     -------
     (TikhonovData, dict)
         The dataset (``Y`` of shape ``[N, 1, d]``, ``theta_star`` with ``q = k = rho = 0``,
-        ``V = I``, ``eta = 1``) and the initial parameters (keys :data:`PARAMETER_NAMES`, each
+        ``V = I``, ``eta = 1``) and the initial parameters (keys ``PARAMETER_NAMES``, each
         requiring grad), ready for :func:`train` or :func:`warm_start_sweep`.
 
     Raises

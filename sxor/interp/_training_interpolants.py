@@ -38,7 +38,7 @@ def uniform_attention_interpolant(
        are linear in ``V``; ``V`` is replaced by ``V + G^{-1} R (M^T)^+``, the minimum-norm
        correction that solves them, ``R`` the residuals and ``M [N, d]`` the means.
 
-    Returns a float64 parameter dict (keys :data:`PARAMETER_NAMES`, ``q = k = rho = 0``, no grad)
+    Returns a float64 parameter dict (keys ``PARAMETER_NAMES``, ``q = k = rho = 0``, no grad)
     whose loss :func:`loss` on ``data`` (in float64) is at rounding level; it upper-bounds the
     squared norm of a minimum-norm interpolant of the block by its :func:`sq_norm`.
 
@@ -152,7 +152,7 @@ def exact_uniform_interpolant(
     ``1/n`` at every temperature, so every token of ``T(X_j)`` is ``FF(V m_j) = y_j``: the returned
     point interpolates exactly, and its squared norm bounds that of a minimum-norm interpolant.
 
-    Returns ``(params, sq_norm)``: a dict with the keys :data:`PARAMETER_NAMES` of Fraction numpy
+    Returns ``(params, sq_norm)``: a dict with the keys ``PARAMETER_NAMES`` of Fraction numpy
     arrays (object dtype; ``rho``, ``eta`` as Fractions) and the exact ``|theta|^2`` as a Fraction.
 
     Raises ``TypeError`` for ``data`` that is not a :class:`TikhonovData` or a ``theta`` that is not

@@ -1,6 +1,6 @@
 """The model of chapter 15's training experiment: one block SA -> FF, its loss, and argument checks.
 
-The parameter dict (:data:`PARAMETER_NAMES`), the dataset record :class:`TikhonovData`, the block
+The parameter dict (``PARAMETER_NAMES``), the dataset record :class:`TikhonovData`, the block
 and the loss ``J``. Part of :mod:`sxor.interp.training`, which re-exports it.
 """
 
@@ -136,7 +136,7 @@ def block(X: torch.Tensor, theta: dict[str, torch.Tensor], tau: float = 1.0) -> 
     a training step costs about a millisecond.
 
     Accepts ``X`` a float tensor ``[N, n, d]`` and ``theta`` a dict of float tensors of ``X``'s
-    dtype with the keys :data:`PARAMETER_NAMES` and shapes ``q, k [d]``, ``rho, eta []``,
+    dtype with the keys ``PARAMETER_NAMES`` and shapes ``q, k [d]``, ``rho, eta []``,
     ``V [d, d]``, ``W [d, w]``, ``U [w, d]``, ``b [w]``; ``tau > 0`` finite. Anything else raises
     ``TypeError``/``ValueError`` naming the argument (and the dimensions, for a shape mismatch).
     """
