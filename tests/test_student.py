@@ -258,5 +258,5 @@ def test_the_quizzes_of_the_book_lose_their_answers_in_the_edition(edition):
 
 
 def test_an_unclosed_quiz_answer_is_refused():
-    with pytest.raises(ValueError, match="quiz.md: unclosed"):
+    with pytest.raises(ValueError, match=r"quiz\.md: unclosed"):
         student_page("```{admonition} Answer\n:class: quiz-answer\nno end", "quiz.md")

@@ -114,9 +114,7 @@ def strip_solutions(text: str, gated: bool = False) -> tuple[str, bool]:
                 )
             index += 1  # a line of the solution
             continue
-        if name == SOLUTION or (
-            match and QUIZ_ANSWER in directive_classes(lines, index)
-        ):
+        if name == SOLUTION or (match and QUIZ_ANSWER in directive_classes(lines, index)):
             index = block_end(lines, index, match["fence"]) + 1
         elif name == SOLUTION_START:
             index = block_end(lines, index, match["fence"]) + 1
