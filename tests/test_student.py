@@ -26,9 +26,12 @@ from tools.student import (
     ROOT,
     book_notebooks,
     exercise_labels,
+    quiz_answer_count,
+    quiz_pages,
     solution_labels,
     strip_solutions,
     student_notebook,
+    student_page,
     write_student_edition,
 )
 
@@ -52,6 +55,7 @@ def edition(tmp_path_factory) -> Path:
     )
     assert result.returncode == 0, result.stderr
     assert f"wrote {len(NOTEBOOKS)} student notebooks" in result.stdout
+    assert f"and {len(quiz_pages())} pages" in result.stdout
     return out
 
 
@@ -210,3 +214,49 @@ def test_a_notebook_outside_the_book_is_refused(tmp_path):
     nbformat.write(synthetic(), path)
     with pytest.raises(ValueError, match="not under"):
         write_student_edition([path], tmp_path / "out")
+
+
+# Quiz answers: folded on the website, removed from the student edition.
+
+QUIZ = (
+    "**1.** What is two plus two?\n\n"
+    "```{admonition} Answer\n:class: dropdown quiz-answer\n\nFour.\n```\n\n"
+    "**2.** And with a code block in the answer?\n\n"
+    "````{admonition} Answer\n:class: quiz-answer dropdown\n\n```python\n2 + 2\n```\n````\n\n"
+    "```{admonition} A note that stays\n:class: dropdown\n\nKept.\n```\n"
+)
+
+
+def test_quiz_answers_are_removed_and_questions_and_other_folds_kept():
+    assert quiz_answer_count(QUIZ) == 2
+    cleaned = student_page(QUIZ, "quiz.md")
+    assert "Four" not in cleaned and "2 + 2" not in cleaned and quiz_answer_count(cleaned) == 0
+    assert "**1.** What is two plus two?" in cleaned
+    assert "**2.** And with a code block in the answer?" in cleaned
+    assert "```{admonition} A note that stays\n:class: dropdown\n\nKept.\n```" in cleaned
+
+
+def test_quiz_answers_in_a_notebook_cell_are_removed():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(QUIZ)])
+    text = student_notebook(nb).cells[0].source
+    assert quiz_answer_count(text) == 0 and "**2.**" in text and "Kept." in text
+
+
+def test_the_quizzes_of_the_book_lose_their_answers_in_the_edition(edition):
+    pages = quiz_pages()
+    assert BOOK / "instructors.md" in pages
+    for page in pages:
+        original = page.read_text()
+        student = (edition / page.relative_to(BOOK)).read_text()
+        questions = re.findall(r"^\*\*\d+\.\*\* .*$", original, re.MULTILINE)
+        assert quiz_answer_count(student) == 0, f"{page.name}: a quiz answer remains"
+        assert re.findall(r"^\*\*\d+\.\*\* .*$", student, re.MULTILINE) == questions
+    # Ten questions per Part, each with its answer, on the instructors' page.
+    text = (BOOK / "instructors.md").read_text()
+    assert quiz_answer_count(text) == 20
+    assert len(re.findall(r"^\*\*\d+\.\*\* ", text, re.MULTILINE)) == 20
+
+
+def test_an_unclosed_quiz_answer_is_refused():
+    with pytest.raises(ValueError, match=r"quiz\.md: unclosed"):
+        student_page("```{admonition} Answer\n:class: quiz-answer\nno end", "quiz.md")

@@ -1,16 +1,20 @@
 """Write the student edition: every notebook of the book with its solutions removed.
 
-Usage: ``python tools/student.py [--out DIR] [NOTEBOOK ...]`` (``make student`` runs it on every
-notebook, into ``STUDENT_DIR``, default ``_build/student``). Each notebook ``book/<path>`` is
-written to ``DIR/<path>``; exercise text, narrative, code and stored outputs are kept.
+Usage: ``python tools/student.py [--out DIR] [PAGE ...]`` (``make student`` runs it on every
+notebook, and on every markdown page that holds quiz answers, into ``STUDENT_DIR``, default
+``_build/student``). Each page ``book/<path>`` (a notebook or a markdown page) is written to
+``DIR/<path>``; exercise text, narrative, code and stored outputs are kept.
 
-Two solution formats are removed (the book's conventions, ``book/README.md``):
+Three formats are removed (the book's conventions, ``book/README.md``):
 
 * a whole ``{solution}`` block, ```` ```{solution} ex-label ```` ... closing fence, inside a
   markdown cell; the rest of that cell is kept;
 * a gated solution: the ``{solution-start}`` block, everything after it (the rest of its cell and
   every following cell) up to the ``{solution-end}`` block, and that block itself. Text after the
-  end block, in the same cell, is kept.
+  end block, in the same cell, is kept;
+* a quiz answer: any directive whose ``:class:`` option names ``quiz-answer`` (the instructors'
+  page folds its answers in ```` ```{admonition} Answer ```` with ``:class: dropdown quiz-answer``),
+  in a notebook's markdown cell or in a markdown page.
 
 A markdown cell left empty is dropped. A gated solution that never ends, or an end without a
 start, raises :class:`ValueError` naming the notebook and the cell.
@@ -36,6 +40,20 @@ OPENING = re.compile(
 #: Directives this tool removes, and the ones whose text it must keep.
 SOLUTION, SOLUTION_START, SOLUTION_END = "solution", "solution-start", "solution-end"
 EXERCISES = ("exercise", "exercise-start")
+#: The class that marks a directive as a quiz answer, removed from the student edition.
+QUIZ_ANSWER = "quiz-answer"
+
+
+def directive_classes(lines: list[str], start: int) -> list[str]:
+    """The classes named by the ``:class:`` option of the directive opened at ``lines[start]``
+    (its option lines follow the opening line directly)."""
+    classes: list[str] = []
+    for option in lines[start + 1 :]:
+        if not option.startswith(":"):
+            break
+        if option.startswith(":class:"):
+            classes += option.removeprefix(":class:").split()
+    return classes
 
 
 def block_end(lines: list[str], start: int, fence: str) -> int:
@@ -96,7 +114,7 @@ def strip_solutions(text: str, gated: bool = False) -> tuple[str, bool]:
                 )
             index += 1  # a line of the solution
             continue
-        if name == SOLUTION:
+        if name == SOLUTION or (match and QUIZ_ANSWER in directive_classes(lines, index)):
             index = block_end(lines, index, match["fence"]) + 1
         elif name == SOLUTION_START:
             index = block_end(lines, index, match["fence"]) + 1
@@ -192,14 +210,46 @@ def book_notebooks() -> list[Path]:
     return sorted(p for p in BOOK.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
 
-def write_student_edition(notebooks: list[Path], out: Path) -> list[Path]:
-    """Write the student version of each notebook (under ``book/``) to ``out``, keeping its path
-    relative to ``book/``; return the written paths.
+def quiz_answer_count(text: str) -> int:
+    """How many quiz answers (directives of class ``quiz-answer``) ``text`` holds."""
+    lines = text.split("\n")
+    return sum(
+        1
+        for index, line in enumerate(lines)
+        if OPENING.match(line) and QUIZ_ANSWER in directive_classes(lines, index)
+    )
+
+
+def quiz_pages() -> list[Path]:
+    """Every markdown page under ``book/`` that holds a quiz answer, sorted."""
+    return sorted(p for p in BOOK.rglob("*.md") if quiz_answer_count(p.read_text()))
+
+
+def student_page(text: str, name: str = "page") -> str:
+    """The text of a markdown page without its solutions and quiz answers.
 
     Raises
     ------
     ValueError
-        If a notebook lies outside ``book/`` or holds a malformed solution.
+        On a malformed solution (see :func:`strip_solutions`), naming the page.
+    """
+    try:
+        cleaned, gated = strip_solutions(text)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
+    if gated:
+        raise ValueError(f"{name}: a {{solution-start}} is never closed by a {{solution-end}}")
+    return cleaned + "\n"
+
+
+def write_student_edition(notebooks: list[Path], out: Path) -> list[Path]:
+    """Write the student version of each notebook or markdown page (under ``book/``) to ``out``,
+    keeping its path relative to ``book/``; return the written paths.
+
+    Raises
+    ------
+    ValueError
+        If a page lies outside ``book/`` or holds a malformed solution.
     """
     written = []
     for given in notebooks:
@@ -207,6 +257,11 @@ def write_student_edition(notebooks: list[Path], out: Path) -> list[Path]:
         if BOOK not in path.parents:
             raise ValueError(f"notebooks: {path} is not under {BOOK}")
         target = Path(out) / path.relative_to(BOOK)
+        if path.suffix == ".md":
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(student_page(path.read_text(), path.name))
+            written.append(target)
+            continue
         nb = nbformat.read(path, as_version=4)
         student = student_notebook(nb, path.name)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -224,13 +279,23 @@ def main(argv: list[str] | None = None) -> int:
         help="folder for the student notebooks (default: _build/student)",
     )
     parser.add_argument(
-        "notebooks", nargs="*", type=Path, help="notebooks under book/ (default: all of them)"
+        "notebooks",
+        nargs="*",
+        type=Path,
+        help="notebooks or markdown pages under book/ (default: every notebook and every page "
+        "with quiz answers)",
     )
     args = parser.parse_args(argv)
-    notebooks = args.notebooks or book_notebooks()
-    written = write_student_edition(notebooks, args.out)
+    pages = args.notebooks or book_notebooks() + quiz_pages()
+    write_student_edition(pages, args.out)
+    notebooks = [p for p in pages if Path(p).suffix != ".md"]
+    markdown = [p for p in pages if Path(p).suffix == ".md"]
     removed = sum(len(solution_labels(nbformat.read(p, as_version=4))) for p in notebooks)
-    print(f"wrote {len(written)} student notebooks to {args.out} ({removed} solutions removed)")
+    answers = sum(quiz_answer_count(Path(p).read_text()) for p in markdown)
+    print(
+        f"wrote {len(notebooks)} student notebooks to {args.out} ({removed} solutions removed)"
+        f" and {len(markdown)} pages ({answers} quiz answers removed)"
+    )
     return 0
 
 
