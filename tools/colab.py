@@ -231,7 +231,7 @@ class Converter:
             shown = f"`{text}`" if text is not None else f"`{dotted}{call}`"
             if info is None:  # not documented: the website shows it unlinked too
                 return shown
-            return f"[{shown}]({page_url(info['doc'], info['anchor'])})"
+            return f"[{shown}]({page_url(*info.split('#', 1))})"
         if name == "math":
             return f"${body}$"
         if name == "download":

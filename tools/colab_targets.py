@@ -10,7 +10,7 @@ after ``jupyter-book build .``) and writes it to ``tools/colab_targets.json``, w
   ``Exercise 4.1``, ``Fig. 5.2``, a section's title);
 * ``equations``: every labelled equation's page, anchor and number (``2.1``, shown ``(2.1)``);
 * ``citations``: every cited work's author-year label and its anchor on the bibliography page;
-* ``python``: every documented object of ``sxor``: its API page and anchor.
+* ``python``: every documented object of ``sxor``: ``page#anchor`` on its API page.
 
 Usage: ``python tools/colab_targets.py [ENVIRONMENT_PICKLE]`` (``make colab-targets`` builds the
 site first). The file is sorted and holds no path or date, so the same book gives the same file;
@@ -99,7 +99,7 @@ def targets_from_environment(env: Any) -> dict[str, Any]:
         }
 
     python = {
-        name: {"doc": entry.docname, "anchor": entry.node_id}
+        name: f"{entry.docname}#{entry.node_id}"
         for name, entry in env.domaindata["py"]["objects"].items()
         if name.startswith("sxor")
     }
