@@ -80,7 +80,9 @@ def repository() -> tuple[str, str]:
     url = str(config()["repository"]["url"]).rstrip("/")
     match = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+)", url)
     if match is None:
-        raise ValueError(f"_config.yml: repository.url {url!r} is not https://github.com/OWNER/NAME")
+        raise ValueError(
+            f"_config.yml: repository.url {url!r} is not https://github.com/OWNER/NAME"
+        )
     return match.group(1), match.group(2)
 
 
@@ -102,7 +104,7 @@ def colab_url(edition: str, docname: str) -> str:
 
 
 def package_version() -> str:
-    """``sxor``'s version: ``sxor/_version.py`` when the package has one, else ``pyproject.toml``."""
+    """The package's version: ``sxor/_version.py`` when there is one, else ``pyproject.toml``."""
     for path, pattern in (
         (ROOT / "sxor" / "_version.py", r"^__version__\s*=\s*[\"']([^\"']+)[\"']"),
         (ROOT / "pyproject.toml", r"^version\s*=\s*[\"']([^\"']+)[\"']"),
@@ -206,8 +208,6 @@ class Converter:
             number = info.get("number") or ""
             if text is not None:
                 shown = text.replace("{number}", number).replace("%s", number)
-            elif name == "ref" and info["kind"] in ("section", "figure"):
-                shown = info["text"] if info["kind"] == "section" else info["text"]
             else:
                 shown = info["text"]
             return f"[{self.inline(shown)}]({page_url(info['doc'], info['anchor'])})"
@@ -341,14 +341,18 @@ class Converter:
                     if number is None:
                         raise self.fail(f"unknown equation label {equation['label']!r}")
                     head = equation["head"].rstrip()
-                    out.extend([head, f"\\tag{{{number}}}", "$$"] if head else [rf"\tag{{{number}}}", "$$"])
+                    out.extend(
+                        [head, f"\\tag{{{number}}}", "$$"] if head else [rf"\tag{{{number}}}", "$$"]
+                    )
                 elif heading:
                     out.append(self.heading(heading))
                 else:
                     out.append(self.inline(line))
                 index += 1
         text = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
-        return re.sub(r"^---\n\n---$", "---", text, flags=re.MULTILINE)  # adjacent boxes share a rule
+        return re.sub(
+            r"^---\n\n---$", "---", text, flags=re.MULTILINE
+        )  # adjacent boxes share a rule
 
 
 # --- notebooks ------------------------------------------------------------------------------------
@@ -398,8 +402,10 @@ def colab_notebook(
             cell.source = converter.markdown(cell.source)
             cells.append(cell)
             continue
-        if cell.cell_type == "code" and cell.source.lstrip().startswith("import sys") and (
-            "google.colab" in cell.source
+        if (
+            cell.cell_type == "code"
+            and cell.source.lstrip().startswith("import sys")
+            and ("google.colab" in cell.source)
         ):
             cell.source = pin_install_cell(cell.source, release_tag())
         cells.append(cell)
@@ -446,7 +452,7 @@ def write_edition(edition: str, out: Path, notebooks: list[Path] | None = None) 
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(colab_notebook(nb, docname, edition, targets), target)
         written.append(target)
-    from tools.check_site import toc_pages  # noqa: PLC0415  (only the index needs it)
+    from tools.check_site import toc_pages
 
     order = toc_pages(yaml.safe_load((ROOT / "_toc.yml").read_text()))
     docnames = [doc for doc in order if doc in {docname_of(p) for p in notebooks}]

@@ -46,7 +46,10 @@ def check(edition: Path, pytest_args: list[str]) -> int:
             text=True,
             check=True,
         )
-        print(f"{len(notebooks)} notebooks from {edition} run in {work}; sxor from {probe.stdout.strip()}")
+        print(
+            f"{len(notebooks)} notebooks from {edition} run in {work}; "
+            f"sxor from {probe.stdout.strip()}"
+        )
         command = [
             sys.executable,
             "-m",

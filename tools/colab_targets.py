@@ -39,7 +39,7 @@ def _author_year(entry: Any) -> str:
     """The label the website prints for a citation (``_ext/sxor_bibstyle.py``, one definition)."""
     sys.path.insert(0, str(ROOT / "_ext"))
     try:
-        from sxor_bibstyle import author_year_label  # noqa: PLC0415  (_ext is not a package)
+        from sxor_bibstyle import author_year_label  # _ext is not a package
     finally:
         sys.path.pop(0)
     return author_year_label(entry)
@@ -67,7 +67,9 @@ def targets_from_environment(env: Any) -> dict[str, Any]:
         labels[label] = {"doc": docname, "anchor": anchor, "kind": "section", "text": name}
     for label, info in env.proof_list.items():
         kind = info["realtype"]
-        number = _number(fignumbers.get(info["docname"], {}).get(info["countertype"], {}).get(label))
+        number = _number(
+            fignumbers.get(info["docname"], {}).get(info["countertype"], {}).get(label)
+        )
         text = kind.capitalize() + (f" {number}" if number else "")
         labels[label] = {"doc": info["docname"], "anchor": label, "kind": kind, "text": text}
         labels[label]["number"] = number
@@ -78,7 +80,7 @@ def targets_from_environment(env: Any) -> dict[str, Any]:
         text = "Exercise" + (f" {number}" if number else "")
         labels[label] = {"doc": info["docname"], "anchor": label, "kind": "exercise", "text": text}
         labels[label]["number"] = number
-    for docname, kinds in fignumbers.items():
+    for kinds in fignumbers.values():
         for label, numbers in kinds.get("figure", {}).items():
             if label in labels:
                 labels[label].update(kind="figure", number=_number(numbers))
@@ -117,7 +119,7 @@ def read_environment(path: Path = ENVIRONMENT) -> dict[str, Any]:
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path}: no built site; run `jupyter-book build .` first")
     with open(path, "rb") as handle:
-        env = pickle.load(handle)  # noqa: S301  (our own build's file)
+        env = pickle.load(handle)  # our own build's file
     return targets_from_environment(env)
 
 
