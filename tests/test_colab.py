@@ -382,6 +382,14 @@ def test_directives_roles_and_targets():
     assert out.endswith("$$\nL\n\\tag{2.2}\n$$")
 
 
+def test_figure_directive_and_admonitions():
+    out = convert(
+        "```{figure} plot.png\n:name: fig-02-cost\n\nThe caption.\n```\n\n```{note}\nSay.\n```"
+    )
+    assert "**Fig. 2.2** The caption." in out and "/book/part1/plot.png)" in out
+    assert "**Note**\n\nSay." in out and not myst_left(out)
+
+
 def test_unknown_markup_is_refused():
     with pytest.raises(ValueError, match=r"directive \{sidebar\}"):
         convert("```{sidebar} x\ny\n```")
