@@ -410,6 +410,19 @@ def test_install_cell_pins_the_release():
     assert re.fullmatch(r"v\d+\.\d+\.\d+\S*", release_tag())
 
 
+def test_the_same_book_gives_the_same_files():
+    path = ROOT / "book" / "part1" / "02_population_gradient.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    page = docname(path)
+    for edition in EDITIONS:
+        first = colab_notebook(nb, page, edition, TARGET_MAP)
+        assert nbformat.writes(first) == nbformat.writes(
+            colab_notebook(nb, page, edition, TARGET_MAP)
+        )
+        ids = [cell.id for cell in first.cells]
+        assert len(ids) == len(set(ids)), "cell ids repeat"
+
+
 def test_editions_are_refused_for_unknown_pages():
     nb = nbformat.v4.new_notebook()
     with pytest.raises(ValueError, match="not a page"):

@@ -350,9 +350,8 @@ class Converter:
                     out.append(self.inline(line))
                 index += 1
         text = re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
-        return re.sub(
-            r"^---\n\n---$", "---", text, flags=re.MULTILINE
-        )  # adjacent boxes share a rule
+        # Adjacent boxes share one rule.
+        return re.sub(r"^---\n\n---$", "---", text, flags=re.MULTILINE)
 
 
 # --- notebooks ------------------------------------------------------------------------------------
@@ -396,7 +395,8 @@ def colab_notebook(
     name = Path(docname).name
     source = student_notebook(nb, name) if edition == "student" else copy.deepcopy(nb)
     converter = Converter(docname, targets, name)
-    cells = [nbformat.v4.new_markdown_cell(notice(docname, edition, targets))]
+    # New cells get ids derived from the book's, so that the same book gives the same files.
+    cells = [nbformat.v4.new_markdown_cell(notice(docname, edition, targets), id="colab-notice")]
     for cell in source.cells:
         if cell.cell_type == "markdown":
             cell.source = converter.markdown(cell.source)
@@ -411,7 +411,7 @@ def colab_notebook(
         cells.append(cell)
         caption = figure_caption(cell, converter)
         if caption:
-            cells.append(nbformat.v4.new_markdown_cell(caption))
+            cells.append(nbformat.v4.new_markdown_cell(caption, id=f"{cell.get('id', '')}-caption"))
     source.cells = cells
     return source
 
