@@ -16,8 +16,8 @@ Colab renders CommonMark and LaTeX but not MyST, so each markdown cell is rewrit
 * theorem-like statements, exercises, solutions and admonitions become a bold heading with the
   website's number (``**Lemma 2.1** (title)``) between two horizontal rules; proofs start with
   *Proof.* and end with a square;
-* references (``{prf:ref}``, ``{numref}``, ``{ref}``, ``{eq}``, ``{doc}``, the Python roles and
-  ``{download}``) become links into the published website (:func:`site_url`) with the text the
+* references (``{prf:ref}``, ``{numref}``, ``{ref}``, ``{eq}``, ``{doc}``, the Python roles,
+  ``{download}`` and relative Markdown links) become links into the published website (:func:`site_url`) with the text the
   website shows; citations become the website's author-year text, linked to the bibliography;
 * labelled equations get their number as ``\\tag{2.1}``; ``(label)=`` targets are dropped;
   section headings get the website's section numbers; a figure's caption (cell metadata) follows
@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -61,6 +62,7 @@ EQUATION_LABEL = re.compile(r"^(?P<head>.*)\$\$\s*\((?P<label>[^)\s]+)\)\s*$")
 TARGET_LINE = re.compile(r"^\s*\([\w.:-]+\)=\s*$")
 HEADING = re.compile(r"^(?P<hashes>#{2,6})\s+(?P<title>.+?)\s*$")
 INSTALL = re.compile(r"(?P<head>git\+https://github\.com/[\w.-]+/[\w.-]+)@(?P<ref>[^\"'\s]+)")
+RELATIVE_LINK = re.compile(r"\]\((?!\w+:|/)(?P<target>[^)\s]+)\)")
 PYTHON_ROLES = {"func", "meth", "class", "mod", "attr", "data", "exc", "obj"}
 ADMONITIONS = {
     "note", "tip", "hint", "important", "warning", "caution", "attention", "danger", "error",
@@ -256,7 +258,21 @@ class Converter:
         # Parentheses, not the website's brackets: ``\[`` opens display math in Colab.
         return text if name.startswith("cite:t") else f"({text})"
 
+    def link(self, match: re.Match[str]) -> str:
+        """A relative Markdown link: to the page on the website, or to the file in the
+        repository at the release (Colab has neither next to the notebook)."""
+        target, _, anchor = match["target"].partition("#")
+        if not target:
+            return f"]({page_url(self.docname, anchor)})"
+        path = os.path.normpath(Path(self.docname).parent / target)
+        try:
+            return f"]({page_url(self.doc(target), anchor)})"
+        except ValueError:
+            owner, repo = repository()
+            return f"](https://github.com/{owner}/{repo}/blob/{release_tag()}/{path})"
+
     def inline(self, text: str) -> str:
+        text = RELATIVE_LINK.sub(self.link, text)
         text = ROLE.sub(self.role, text)
         for key, value in self.substitutions.items():
             text = re.sub(r"\{\{\s*" + re.escape(key) + r"\s*\}\}", str(value), text)
