@@ -18,6 +18,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tools.cpu_kernels import pin
+
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
@@ -86,6 +89,7 @@ def rewrite_fallbacks(path: Path) -> int:
 
 if __name__ == "__main__":
     os.environ["TQDM_DISABLE"] = "1"  # the kernels inherit it: no progress bars in the outputs
+    pin()  # the kernels inherit it too: PyTorch's AVX2 kernels on every x86-64 CPU
     names = [a for a in sys.argv[1:] if not a.startswith("--")]
     for name in names:
         if "--fallbacks-only" in sys.argv:
