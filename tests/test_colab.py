@@ -182,6 +182,7 @@ def test_code_and_outputs_are_the_books(editions, path):
     # Only the install cell may differ (the converter pins it to the release).
     assert [c.source for c in code[1:]] == [c.source for c in converted[1:]]
     assert f"@{release_tag()}" in converted[0].source and "google.colab" in converted[0].source
+    assert 'os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")' in converted[0].source
 
 
 def solution_parts(nb: nbformat.NotebookNode) -> tuple[list[str], list[str]]:

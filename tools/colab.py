@@ -128,6 +128,25 @@ def pin_install_cell(source: str, tag: str) -> str:
     return INSTALL.sub(lambda m: f"{m['head']}@{tag}", source)
 
 
+#: Added to the install cell in the Colab editions: PyTorch's kernels that made the stored
+#: outputs (``tools/cpu_kernels.py`` says why), set before the notebook imports torch.
+KERNELS = (
+    '    os.environ.setdefault("ATEN_CPU_CAPABILITY", "{capability}")'
+    "  # the CPU kernels of the stored outputs"
+)
+
+
+def colab_install_cell(source: str) -> str:
+    """The install cell of a Colab edition: pinned to the release, and asking PyTorch for the
+    CPU kernels that made the stored outputs (Colab's processors have AVX-512 too)."""
+    from tools.cpu_kernels import CAPABILITY
+
+    source = pin_install_cell(source, release_tag())
+    if "ATEN_CPU_CAPABILITY" in source:
+        return source
+    return "import os\n" + source.rstrip("\n") + "\n" + KERNELS.format(capability=CAPABILITY)
+
+
 def pin_notebooks(notebooks: list[Path]) -> int:
     """Pin the install cell (first code cell) of each notebook to :func:`release_tag`; only that
     cell's source changes, the rest of the file is written back byte for byte as it was read.
@@ -423,7 +442,7 @@ def colab_notebook(
             and cell.source.lstrip().startswith("import sys")
             and ("google.colab" in cell.source)
         ):
-            cell.source = pin_install_cell(cell.source, release_tag())
+            cell.source = colab_install_cell(cell.source)
         cells.append(cell)
         caption = figure_caption(cell, converter)
         if caption:

@@ -6,7 +6,8 @@ runs it on ``_build/colab/full`` after ``make colab``).
 The edition and the sanitize file (``tests/nbval_sanitize.cfg``) are copied to a fresh temporary
 folder outside the repository and pytest runs there, in this Python environment: nothing new is
 installed, ``sxor`` is the installed package, and no path of the checkout is on ``sys.path`` or is
-the working directory. A notebook that reads a file of the repository (rather than the package's
+the working directory. The kernels get the CPU kernels the outputs were made with, as in the
+book's own run (``tools/cpu_kernels.py``); the Colab editions' install cell asks for the same. A notebook that reads a file of the repository (rather than the package's
 data, ``sxor.results.committed_results``) fails here. nbval compares every stored output with
 the fresh one, exactly as CI does for the book's own notebooks.
 """
@@ -21,6 +22,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tools.cpu_kernels import pin  # noqa: E402  (after the path is set)
+
 SANITIZE = ROOT / "tests" / "nbval_sanitize.cfg"
 DEFAULT_ARGS = ["-n", "2", "--dist", "loadfile", "--nbval-cell-timeout=300"]
 
@@ -38,6 +42,7 @@ def check(edition: Path, pytest_args: list[str]) -> int:
         shutil.copy(SANITIZE, work / "sanitize.cfg")
         env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
         env["TQDM_DISABLE"] = "1"
+        pin(env)  # PyTorch's AVX2 kernels, as for the book's own nbval run (tools/cpu_kernels.py)
         probe = subprocess.run(
             [sys.executable, "-c", "import sxor, sys; print(sxor.__file__)"],
             cwd=work,
