@@ -82,3 +82,22 @@ mutate: $(STAMP)
 
 clean:
 	rm -rf _build
+
+# The Colab editions (tools/colab.py): every notebook in plain Markdown and LaTeX with the website's
+# numbers, into _build/colab/full (solutions included) and _build/colab/student (exercises only).
+# Numbers and anchors come from tools/colab_targets.json; `make colab-targets` refreshes it from a
+# fresh build of the website (commit the result). `make colab-check` runs the full edition under
+# nbval in a folder outside the checkout, with the installed package (about 10 min on 2 cores).
+COLAB_DIR ?= _build/colab
+.PHONY: colab colab-targets colab-check
+colab: $(STAMP)
+	rm -rf $(COLAB_DIR)
+	$(PY) tools/colab.py build --out $(COLAB_DIR)
+
+colab-targets: $(STAMP)
+	rm -rf _build/html _build/.doctrees
+	timeout 900 $(VENV)/bin/jupyter-book build . --keep-going
+	$(PY) tools/colab_targets.py _build/.doctrees/environment.pickle
+
+colab-check: colab
+	TQDM_DISABLE=1 timeout 1800 $(PY) tools/colab_check.py $(COLAB_DIR)/full

@@ -15,6 +15,9 @@ explorers shown as their static view (no widget scripts from another host).
   prints; every HTML builder gets the ``html`` handlers it lacks.
 * :func:`alt_from_captions`: an image in a numbered figure gets its caption as alt text (myst-nb
   and the ``{figure}`` directive leave the file path otherwise).
+* :func:`colab_editions`: the Colab button opens the Colab edition of the page (plain Markdown with
+  the website's numbers, ``tools/colab.py``), and a page with exercises also offers "exercises
+  only (Colab)", the edition without solutions. Both are links a reader follows, not loads.
 """
 
 from __future__ import annotations
@@ -109,6 +112,45 @@ def alt_from_captions(app, doctree, docname) -> None:
                 image["alt"] = text
 
 
+def colab_tools():
+    """``tools/colab.py`` (one definition of the Colab addresses), loaded once."""
+    if "colab" not in _LOADED:
+        spec = importlib.util.spec_from_file_location("_sxor_colab", ROOT / "tools" / "colab.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _LOADED["colab"] = module
+    return _LOADED["colab"]
+
+
+_LOADED: dict = {}
+
+
+def colab_editions(app, pagename, templatename, context, doctree) -> None:
+    groups = [b for b in context.get("header_buttons", []) if b.get("label") == "launch-buttons"]
+    if not groups or not pagename.startswith("book/"):
+        return
+    colab = colab_tools()
+    buttons = groups[0]["buttons"]
+    for button in buttons:
+        if button.get("text") == "Colab":
+            button["url"] = colab.colab_url("full", pagename)
+            icon = button.get("icon")
+            registry = getattr(app.env, "sphinx_exercise_registry", {})
+            if any(
+                entry.get("docname") == pagename and entry.get("type") == "exercise"
+                for entry in registry.values()
+            ):
+                student = {
+                    "type": "link",
+                    "text": "exercises only (Colab)",
+                    "tooltip": "Open the exercises, without their solutions, in Colab",
+                    "icon": icon,
+                    "url": colab.colab_url("student", pagename),
+                }
+                buttons.insert(buttons.index(button) + 1, student)
+            return
+
+
 def html_handlers_for_every_html_builder(app) -> None:
     builder = app.builder
     if builder.format != "html" or builder.name == "html":
@@ -125,4 +167,6 @@ def setup(app):
     app.connect("config-inited", one_search_box)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("doctree-resolved", alt_from_captions)
+    # after sphinx-book-theme's launch buttons (priority 501)
+    app.connect("html-page-context", colab_editions, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,7 +2,9 @@
 
 nbval silently skips a code cell whose stored ``execution_count`` is None, so a notebook saved
 with cleared outputs would pass it: here every notebook must have been executed top to bottom in
-a fresh kernel. The Colab cell must point at the repository URL set once in ``_config.yml``.
+a fresh kernel. The Colab cell must install the package from the repository URL set once in
+``_config.yml``, at the release tag of the package's version (``tools/colab.py``), so that a reader
+in Colab runs the code that made the committed outputs.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ NOTEBOOKS = sorted((ROOT / "book").rglob("*.ipynb"))
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 
 from tools.check_site import toc_pages  # noqa: E402  (the repository root is on sys.path: tests/ is a package)
+from tools.colab import release_tag  # noqa: E402  (same)
 
 
 def toc_files() -> set[str]:
@@ -71,6 +74,11 @@ def test_colab_cell_installs_from_the_configured_repository(path):
     )
     installs = re.findall(r"git\+(\S+?)@", first.source)
     assert installs == [url], f"{path.name}: Colab cell installs {installs}, _config.yml says {url}"
+    tags = re.findall(r"git\+\S+?@([^\"'\s]+)", first.source)
+    assert tags == [release_tag()], (
+        f"{path.name}: Colab cell installs {tags}, the package is {release_tag()}: "
+        "run `python tools/colab.py pin`"
+    )
     assert "remove-cell" in first.metadata.get("tags", []), (
         f"{path.name}: tag the Colab cell remove-cell"
     )
