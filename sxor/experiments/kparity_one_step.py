@@ -74,7 +74,6 @@ def candidate_run(name: str, c: float, n: int, d: int, m: int, seed: int = 0) ->
 @register(
     "kparity-one-step",
     "three heads, one huge step: baselines and candidates against the chance rate 2/9",
-    compare_keys=("candidate", "c", "d", "m"),
 )
 def run_kparity_one_step(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, ONE_STEP_SIZES)

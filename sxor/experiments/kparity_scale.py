@@ -87,7 +87,6 @@ def _scan(k, scheme, cfg, seeds, device, log) -> list[dict]:
     "kparity-scale",
     "k heads on k-sparse parity at d up to 2^14: step-size rules and the smallest m",
     plot=lambda r: plot_scale(r),  # noqa: PLW0108 (plot_scale is defined below)
-    compare_keys=("part", "k", "scheme", "d", "m", "rule", "c"),
 )
 def run_kparity_scale(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = size_config(size, KPARITY_SIZES)

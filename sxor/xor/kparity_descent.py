@@ -173,7 +173,13 @@ def kparity_descent_rule(
             size = thetas.flatten(1).norm(dim=-1).view(-1, 1, 1) / math.sqrt(k)
             step = c * size * grad / norm
         thetas = thetas - active.view(-1, 1, 1) * step
-    return ScaleRun(torch.tensor(medians), first.cpu(), rises.cpu(), final_loss.cpu(), weights)
+    return ScaleRun(
+        torch.tensor(medians, dtype=torch.float64),
+        first.cpu(),
+        rises.cpu(),
+        final_loss.cpu(),
+        weights,
+    )
 
 
 def classify_failures(weights: torch.Tensor, support: torch.Tensor, failed: torch.Tensor) -> dict:
