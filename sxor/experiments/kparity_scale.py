@@ -153,11 +153,11 @@ def slope_bootstrap(
 
 
 def plot_scale(results: dict):
-    """Smallest ``m`` against ``d`` (left) and median steps to success at that ``m`` (right)."""
+    """Smallest ``m`` against ``d`` (top) and median steps to success at that ``m`` (bottom)."""
     import matplotlib.pyplot as plt
 
     recs = results["records"]
-    fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.6))
+    fig, axes = plt.subplots(2, 1, figsize=(7.0, 7.0), sharex=True)
     ds = results["params"]["ds"]
     for i, (k, scheme) in enumerate([(3, "star"), (3, "random"), (2, "star"), (2, "random")]):
         ms = [smallest_m(recs, k, scheme, d) for d in ds]
@@ -178,8 +178,8 @@ def plot_scale(results: dict):
         axes[1].plot([d for d, _ in pts], steps, **style)
     for ax, label in zip(axes, ["smallest m (90% succeed)", "median steps to success"]):
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("d")
         ax.set_ylabel(label)
-    axes[0].legend(fontsize=10)
+    axes[1].set_xlabel("d")
+    axes[0].legend(fontsize=11)
     fig.tight_layout()
     return fig
