@@ -36,7 +36,7 @@ RULE_CONSTANTS = {
 }
 TARGET_RATE = 0.9
 KPARITY_SIZES = {
-    "ci": {"seeds": 40, "steps": 400, "ds": [16, 64], "rules_d": [16], "rules_m": 6, "m_max": 24},
+    "ci": {"seeds": 40, "steps": 400, "ds": [16], "rules_d": [16], "rules_m": 6, "m_max": 24},
     "full": {
         "seeds": 40,
         "steps": 400,
