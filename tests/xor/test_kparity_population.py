@@ -254,3 +254,24 @@ def test_broadcasting_float32_and_bad_input():
         kparity_population_loss(inst.V[0], torch.zeros(3, 4, dtype=torch.float64), sup)
     with pytest.raises(ValueError, match="non-finite"):
         kparity_population_grad(inst.V[0], torch.full((3, 3), math.nan, dtype=torch.float64), sup)
+
+
+def test_monte_carlo_error_bars_are_calibrated_at_d_4096():
+    # 30 independent small Monte Carlo runs: their deviations from the closed form, in units of
+    # their own standard errors, must look standard normal (mean near 0, spread near 1)
+    d = 2**12
+    g = gen(13)
+    support = torch.tensor([1, 2000, 4000])
+    w = torch.randn(3, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+    for r, pos in enumerate(support.tolist()):
+        w[r, pos] += 0.7
+    closed = float(kparity_loss_from_weights(w, support))
+    z = []
+    for rep in range(30):
+        mean, se = monte_carlo(w, support, 2000, seed=100 + rep)
+        z.append((mean - closed) / se)
+    zt = torch.tensor(z)
+    # 0.18 is one standard error of the mean of 30 z-scores; a ratio of a mean and a standard
+    # error of heavy-tailed samples is skewed, hence the wider bound
+    assert abs(float(zt.mean())) < 0.8
+    assert 0.6 < float(zt.std()) < 1.5
