@@ -15,12 +15,17 @@ explorers shown as their static view (no widget scripts from another host).
   prints; every HTML builder gets the ``html`` handlers it lacks.
 * :func:`alt_from_captions`: an image in a numbered figure gets its caption as alt text (myst-nb
   and the ``{figure}`` directive leave the file path otherwise).
+* :func:`edition_footer` and :func:`edition_on_title_page`: every page's footer, and the first page
+  of the PDF (the root document of the single-page build), name the version (``sxor/_version.py``)
+  and the commit the book was built from (``git rev-parse --short HEAD``; "unknown" outside git).
+  The licences are in ``html.extra_footer`` of ``_config.yml``; the version line follows them.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 from docutils import nodes
@@ -38,6 +43,63 @@ def placeholder_url() -> str:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.PLACEHOLDER
+
+
+def book_version() -> str:
+    """``__version__`` of ``sxor/_version.py``, read as text (building the site imports no torch)."""
+    text = (ROOT / "sxor" / "_version.py").read_text()
+    match = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", text, re.MULTILINE)
+    if match is None:
+        raise RuntimeError("sxor/_version.py defines no __version__")
+    return match.group(1)
+
+
+def build_commit(root: Path = ROOT) -> str:
+    """The short hash of the commit checked out at ``root``, or "unknown" outside a git checkout
+    (or without git)."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,  # a failure means "not a git checkout": reported as unknown
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = result.stdout.strip()
+    return (
+        commit if result.returncode == 0 and re.fullmatch(r"[0-9a-f]{4,40}", commit) else "unknown"
+    )
+
+
+def edition_text(version: str, commit: str) -> str:
+    return f"Version {version}, built from commit {commit}."
+
+
+def edition_footer(app, config) -> None:
+    """Append the version line to the footer (``extra_footer``, after the licences)."""
+    options = config.html_theme_options
+    line = edition_text(book_version(), build_commit())
+    extra = str(options.get("extra_footer", "") or "")
+    options["extra_footer"] = f'{extra}\n<p class="sxor-edition">{line}</p>'.strip()
+
+
+def edition_on_title_page(app, doctree, docname) -> None:
+    """In the single-page build (what ``make pdf`` prints), the version line right under the
+    book's title, on its first page."""
+    if app.builder.name != "singlehtml" or docname != app.config.root_doc:
+        return
+    sections = list(doctree.findall(nodes.section))
+    if not sections:
+        return
+    first = sections[0]
+    titles = [i for i, child in enumerate(first.children) if isinstance(child, nodes.title)]
+    line = nodes.paragraph(
+        text=edition_text(book_version(), build_commit()), classes=["sxor-edition"]
+    )
+    first.insert(titles[0] + 1 if titles else 0, line)
 
 
 def banner_text(url: str) -> str:
@@ -123,6 +185,8 @@ def setup(app):
     app.connect("builder-inited", html_handlers_for_every_html_builder)
     app.connect("config-inited", placeholder_banner)
     app.connect("config-inited", one_search_box)
+    app.connect("config-inited", edition_footer)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("doctree-resolved", alt_from_captions)
+    app.connect("doctree-resolved", edition_on_title_page)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
