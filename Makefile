@@ -97,8 +97,9 @@ mutate: $(STAMP)
 # verified as a reader receives it (the HTML tarball unpacked and site-checked offline). A tag in
 # the environment (RELEASE_TAG, or GITHUB_REF_NAME starting with v) must be v + sxor/_version.py.
 RELEASE_DIR ?= _build/release
-COLAB_FULL ?= _build/colab/full
-COLAB_STUDENT ?= _build/colab/student
+COLAB_DIR ?= _build/colab
+COLAB_FULL ?= $(COLAB_DIR)/full
+COLAB_STUDENT ?= $(COLAB_DIR)/student
 release: $(STAMP)
 	$(PY) tools/release.py check-tag
 	$(MAKE) --no-print-directory strict-book
