@@ -86,20 +86,20 @@ def edition_footer(app, config) -> None:
     options["extra_footer"] = f'{extra}\n<p class="sxor-edition">{line}</p>'.strip()
 
 
-def edition_on_title_page(app, doctree, docname) -> None:
-    """In the single-page build (what ``make pdf`` prints), the version line right under the
-    book's title, on its first page."""
-    if app.builder.name != "singlehtml" or docname != app.config.root_doc:
+def edition_on_title_page(app, pagename, templatename, context, doctree) -> None:
+    """In the single-page build (what ``make pdf`` prints), the version line under the book's
+    title on the first page: the theme prints that title from ``pagetitle`` in its print-only
+    header, above the contents, so the line is appended there (as a block of its own size)."""
+    if app.builder.name != "singlehtml" or pagename != app.config.root_doc:
         return
-    sections = list(doctree.findall(nodes.section))
-    if not sections:
+    title = context.get("pagetitle")
+    if not title:
         return
-    first = sections[0]
-    titles = [i for i, child in enumerate(first.children) if isinstance(child, nodes.title)]
-    line = nodes.paragraph(
-        text=edition_text(book_version(), build_commit()), classes=["sxor-edition"]
+    line = edition_text(book_version(), build_commit())
+    context["pagetitle"] = (
+        f'{title}<span class="sxor-edition" style="display: block; font-size: 0.4em; '
+        f'margin-top: 0.75em">{line}</span>'
     )
-    first.insert(titles[0] + 1 if titles else 0, line)
 
 
 def banner_text(url: str) -> str:
@@ -188,5 +188,6 @@ def setup(app):
     app.connect("config-inited", edition_footer)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("doctree-resolved", alt_from_captions)
-    app.connect("doctree-resolved", edition_on_title_page)
+    # after sphinx-book-theme sets pagetitle (priority 500)
+    app.connect("html-page-context", edition_on_title_page, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
