@@ -90,14 +90,36 @@ def test_the_reader_check_reports_versions_of_an_environment():
     assert re.search(r"^torch \d", text, re.MULTILINE)
 
 
-def test_the_committed_reader_check_passed():
-    """The last reader check run on this machine (benchmarks/reader-check.txt) ran every notebook
-    and found them equal to the stored outputs."""
+def test_the_committed_reader_check_is_complete():
+    """The last reader check run on this machine (benchmarks/reader-check.txt) names what it
+    installed, ran every notebook of the book and states nbval's result, with the output lines
+    of every failing cell (what changed under the newest releases)."""
     report = (ROOT / "benchmarks" / "reader-check.txt").read_text()
-    assert "nbval exit status 0" in report
+    for name in ("python 3.", "sxor 0.", "torch ", "numpy ", "matplotlib "):
+        assert re.search(rf"^{re.escape(name)}", report, re.MULTILINE), name
     count = int(re.search(r"^(\d+) notebooks from book", report, re.MULTILINE).group(1))
     assert count == len(list((ROOT / "book").rglob("*.ipynb")))
-    assert re.search(r"\b\d+ passed", report)
+    status = int(re.search(r"^nbval exit status (\d+)", report, re.MULTILINE).group(1))
+    closing = re.search(r"^(?:(\d+) failed, )?(\d+) passed", report, re.MULTILINE)
+    assert closing and (status == 0) == (closing.group(1) is None)
+    failed = re.findall(r"^FAILED (\S+)", report, re.MULTILINE)
+    assert len(failed) == int(closing.group(1) or 0)
+    assert "\x1b[" not in report
+
+
+def test_summary_keeps_failures_and_their_differing_lines():
+    output = (
+        "....F.\n=== FAILURES ===\nCell 12: Cell outputs differ\n"
+        "  - stored 1.0e+00\n  + new < 1e-09\n    same line\n"
+        "\x1b[31mFAILED\x1b[0m nb.ipynb::Cell 12 - failed\n1 failed, 5 passed in 3.0s\n"
+    )
+    assert reader_check.summary_lines(output) == [
+        "FAILED nb.ipynb::Cell 12 - failed",
+        "Cell 12: Cell outputs differ",
+        "  - stored 1.0e+00",
+        "  + new < 1e-09",
+        "1 failed, 5 passed in 3.0s",
+    ]
 
 
 def test_make_reader_check_passes_the_cpu_index(tmp_path):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,20 @@ def nbval_command(venv_python: Path, folder: Path) -> list[str]:
     ]
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def summary_lines(output: str) -> list[str]:
+    """What the report keeps of nbval's output: each FAILED line, the differing lines of each
+    failure (nbval's ``- stored`` / ``+ new`` diff), and pytest's closing line."""
+    lines = ANSI.sub("", output).strip().splitlines()
+    failed = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
+    diffs = [
+        line for line in lines if re.match(r"^\s+[-+] \S", line) or "Cell outputs differ" in line
+    ]
+    return failed + diffs + lines[-1:]
+
+
 def versions(venv_python: Path) -> str:
     code = (
         "import importlib.metadata as m, platform, sys\n"
@@ -164,13 +179,11 @@ def main(argv: list[str]) -> int:
         check=False,  # nbval's status is the result, reported below
         env={**env_without_venv(), "TQDM_DISABLE": "1"},
     )
-    output = result.stdout.strip().splitlines()
-    failures = [line for line in output if line.startswith(("FAILED", "ERROR"))]
-    for line in failures + output[-1:]:
+    for line in summary_lines(result.stdout):
         say(line)
     say(f"nbval exit status {result.returncode}; wall time {time.monotonic() - start:.0f} s")
     if result.returncode != 0:
-        print(result.stdout[-20000:])
+        print(ANSI.sub("", result.stdout)[-20000:])
     write(args.report, lines)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
