@@ -18,12 +18,17 @@ explorers shown as their static view (no widget scripts from another host).
 * :func:`colab_editions`: the Colab button opens the Colab edition of the page (plain Markdown with
   the website's numbers, ``tools/colab.py``), and a page with exercises also offers "exercises
   only (Colab)", the edition without solutions. Both are links a reader follows, not loads.
+* :func:`edition_footer` and :func:`edition_on_title_page`: every page's footer, and the first page
+  of the PDF (the root document of the single-page build), name the version (``sxor/_version.py``)
+  and the commit the book was built from (``git rev-parse --short HEAD``; "unknown" outside git).
+  The licences are in ``html.extra_footer`` of ``_config.yml``; the version line follows them.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
 from pathlib import Path
 
 from docutils import nodes
@@ -41,6 +46,63 @@ def placeholder_url() -> str:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.PLACEHOLDER
+
+
+def book_version() -> str:
+    """``__version__`` of ``sxor/_version.py``, read as text (building the site imports no torch)."""
+    text = (ROOT / "sxor" / "_version.py").read_text()
+    match = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", text, re.MULTILINE)
+    if match is None:
+        raise RuntimeError("sxor/_version.py defines no __version__")
+    return match.group(1)
+
+
+def build_commit(root: Path = ROOT) -> str:
+    """The short hash of the commit checked out at ``root``, or "unknown" outside a git checkout
+    (or without git)."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,  # a failure means "not a git checkout": reported as unknown
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = result.stdout.strip()
+    return (
+        commit if result.returncode == 0 and re.fullmatch(r"[0-9a-f]{4,40}", commit) else "unknown"
+    )
+
+
+def edition_text(version: str, commit: str) -> str:
+    return f"Version {version}, built from commit {commit}."
+
+
+def edition_footer(app, config) -> None:
+    """Append the version line to the footer (``extra_footer``, after the licences)."""
+    options = config.html_theme_options
+    line = edition_text(book_version(), build_commit())
+    extra = str(options.get("extra_footer", "") or "")
+    options["extra_footer"] = f'{extra}\n<p class="sxor-edition">{line}</p>'.strip()
+
+
+def edition_on_title_page(app, pagename, templatename, context, doctree) -> None:
+    """In the single-page build (what ``make pdf`` prints), the version line under the book's
+    title on the first page: the theme prints that title from ``pagetitle`` in its print-only
+    header, above the contents, so the line is appended there (as a block of its own size)."""
+    if app.builder.name != "singlehtml" or pagename != app.config.root_doc:
+        return
+    title = context.get("pagetitle")
+    if not title:
+        return
+    line = edition_text(book_version(), build_commit())
+    context["pagetitle"] = (
+        f'{title}<span class="sxor-edition" style="display: block; font-size: 0.4em; '
+        f'margin-top: 0.75em">{line}</span>'
+    )
 
 
 def banner_text(url: str) -> str:
@@ -165,8 +227,11 @@ def setup(app):
     app.connect("builder-inited", html_handlers_for_every_html_builder)
     app.connect("config-inited", placeholder_banner)
     app.connect("config-inited", one_search_box)
+    app.connect("config-inited", edition_footer)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("doctree-resolved", alt_from_captions)
     # after sphinx-book-theme's launch buttons (priority 501)
     app.connect("html-page-context", colab_editions, priority=502)
+    # after sphinx-book-theme sets pagetitle (priority 500)
+    app.connect("html-page-context", edition_on_title_page, priority=600)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

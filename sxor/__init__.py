@@ -8,10 +8,12 @@
   :mod:`sxor.results` (results files), :mod:`sxor.progress`, :mod:`sxor.experiments` (the named
   sweeps and their runner) and :mod:`sxor.cli` (``python -m sxor``).
 
-The most used Part I functions are re-exported here (``sxor.one_step``, ``sxor.predict``, ...).
+The most used Part I functions are re-exported here (``sxor.one_step``, ``sxor.predict``, ...),
+and ``sxor.__version__``, the version of the package and of the book (``sxor/_version.py``).
 """
 
 from . import book as book  # the set-up helpers, re-exported: sxor.book.setup() in every chapter
+from ._version import __version__ as __version__
 from .book import default_device
 from .xor.data import (
     all_inputs,

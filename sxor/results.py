@@ -90,7 +90,7 @@ def provenance(device: torch.device | str, command: str | None = None) -> dict[s
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": np.__version__,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 
 

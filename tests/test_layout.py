@@ -16,6 +16,7 @@ import pytest
 
 SXOR = Path(__file__).resolve().parents[1] / "sxor"
 MACHINERY = [
+    "_version.py",
     "book.py",
     "results.py",
     "progress.py",
@@ -60,6 +61,7 @@ def test_part1_and_part2_are_subpackages():
     assert top == [
         "__init__.py",
         "__main__.py",
+        "_version.py",
         "book.py",
         "cli.py",
         "progress.py",
