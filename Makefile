@@ -97,7 +97,6 @@ mutate: $(STAMP)
 # verified as a reader receives it (the HTML tarball unpacked and site-checked offline). A tag in
 # the environment (RELEASE_TAG, or GITHUB_REF_NAME starting with v) must be v + sxor/_version.py.
 RELEASE_DIR ?= _build/release
-COLAB_DIR ?= _build/colab
 COLAB_FULL ?= $(COLAB_DIR)/full
 COLAB_STUDENT ?= $(COLAB_DIR)/student
 release: $(STAMP)

@@ -201,6 +201,12 @@ def env_without_venv() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
     env.pop("PYTHONPATH", None)
+    sys.path.insert(0, str(ROOT))
+    from tools.cpu_kernels import pin
+
+    pin(
+        env
+    )  # PyTorch's AVX2 kernels, as the Colab editions' install cell asks (tools/cpu_kernels.py)
     return env
 
 
