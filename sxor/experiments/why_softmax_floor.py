@@ -137,6 +137,7 @@ GAP_SIZES = {
         "random": 2,
         "depth_restarts": 32,
         "depth_steps": 100,
+        "lp_starts": 2,
     },
     "full": {
         "cells": [(16, 6), (64, 24), (128, 24)],
@@ -145,6 +146,7 @@ GAP_SIZES = {
         "random": 6,
         "depth_restarts": 256,
         "depth_steps": 300,
+        "lp_starts": 8,
     },
 }
 
@@ -182,6 +184,7 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     from ..xor.representation import (
         depth_two_certified,
         depth_upper_bound,
+        depth_upper_bound_lp,
         erf_floor_certified,
         minimise_loss,
     )
@@ -199,9 +202,16 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
             keep[inst.support[s]] = False
             others = inst.V[s][keep]
             depth2 = depth_two_certified(others) if int(hull[s]) == 1 else int(hull[s])
-            depth_hat, _ = depth_upper_bound(
+            depth_hat, theta_hat = depth_upper_bound(
                 others, restarts=cfg["depth_restarts"], steps=cfg["depth_steps"], generator=gen
             )
+            # LP-greedy from the smoothed count's query and perturbations of it (own generator, so
+            # that the starts of the loss search below are those of the earlier runs)
+            lp_gen = torch.Generator().manual_seed(d * 1000 + m + 11 + s)
+            th = theta_hat / theta_hat.norm()
+            noise = torch.randn(cfg["lp_starts"] - 1, m, generator=lp_gen, dtype=th.dtype)
+            lp_starts = torch.cat([th.unsqueeze(0), th + 0.3 * noise / m**0.5])
+            depth_lp, _ = depth_upper_bound_lp(others, lp_starts)
             losses = {}
             for name, start in gap_starts(
                 inst.V[s], inst.theta0[s], inst.support[s], cfg["random"], gen, cfg["max_iter"]
@@ -219,6 +229,7 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
                     "hull": int(hull[s]),
                     "depth_two": depth2,
                     "depth_upper": depth_hat,
+                    "depth_upper_lp": depth_lp,
                     "loss_by_start": losses,
                     "best_loss": min(losses.values()),
                 }
@@ -228,4 +239,5 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
         "instances": cfg["instances"],
         "max_iter": cfg["max_iter"],
         "random": cfg["random"],
+        "lp_starts": cfg["lp_starts"],
     }, records
