@@ -205,14 +205,12 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
             depth_hat, theta_hat = depth_upper_bound(
                 others, restarts=cfg["depth_restarts"], steps=cfg["depth_steps"], generator=gen
             )
-            # LP-greedy from the smoothed count's query, perturbations of it and random directions
-            # (own generator, so that the starts of the loss search below are the earlier runs')
+            # LP-greedy from the smoothed count's query and perturbations of it (own generator, so
+            # that the starts of the loss search below are those of the earlier runs)
             lp_gen = torch.Generator().manual_seed(d * 1000 + m + 11 + s)
             th = theta_hat / theta_hat.norm()
-            k = cfg["lp_starts"]
-            noise = torch.randn(k - 1, m, generator=lp_gen, dtype=th.dtype)
-            rand = torch.randn(k, m, generator=lp_gen, dtype=th.dtype)
-            lp_starts = torch.cat([th.unsqueeze(0), th + 0.3 * noise / m**0.5, rand])
+            noise = torch.randn(cfg["lp_starts"] - 1, m, generator=lp_gen, dtype=th.dtype)
+            lp_starts = torch.cat([th.unsqueeze(0), th + 0.3 * noise / m**0.5])
             depth_lp, _ = depth_upper_bound_lp(others, lp_starts)
             losses = {}
             for name, start in gap_starts(
