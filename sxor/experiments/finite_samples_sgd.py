@@ -334,7 +334,7 @@ def paired_exponent_difference(
     Instance ``k`` at ``d`` is the same draw ``(V, theta_0, support)`` in both experiments, so each
     resample draws one set of instance indices per ``d`` and uses it on both sides: the one-step
     median is over the resampled instances whose population step succeeds, of ``min(n*, cap[d])``
-    (as in :func:`bootstrap_exponent` with ``cap``); ``N(d)`` is re-minimised over the
+    (as in :func:`~sxor.experiments.finite_samples_stats.bootstrap_exponent` with ``cap``); ``N(d)`` is re-minimised over the
     configurations. Returns ``d``, ``difference``, ``low``, ``high`` (2.5% and 97.5%),
     ``resamples`` and ``undefined`` (resamples where some statistic is infinite)."""
     ds = sorted({r["d"] for r in sgd})

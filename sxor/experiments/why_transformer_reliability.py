@@ -29,7 +29,7 @@ def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, f
     last one below ``rate``, an integer size that was run (``nan`` if the largest ``m`` is below).
 
     It is the grid point at or above the interpolated crossing of
-    :func:`sxor.experiments.one_step.m95_by_d`; a model size is compared as the size that was run
+    :func:`sxor.experiments.one_step_grid.m95_by_d`; a model size is compared as the size that was run
     and measured, not as a crossing between two sizes."""
     out = {}
     for d, m in m95_by_d(grid["records"], target=rate).items():
