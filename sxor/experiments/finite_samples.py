@@ -5,13 +5,13 @@
   instance (:mod:`sxor.xor.streams`), for ``n`` on a grid of ratio ``2^(1/4)``; the outcome after
   the step is judged by the *population* criterion and classified by
   :func:`sxor.xor.metrics.failure_modes`. One record per ``(d, instance)``. From the records:
-  the per-instance sample complexity ``n*`` (:func:`n_star`), its quantiles with censoring
-  (:func:`censored_quantile`) and their exponent in ``d`` with a bootstrap over instances
-  (:func:`bootstrap_exponent`).
+  the per-instance sample complexity ``n*`` (:func:`~sxor.experiments.finite_samples_n_star.n_star`), its quantiles with censoring
+  (:func:`~sxor.experiments.finite_samples_stats.censored_quantile`) and their exponent in ``d`` with a bootstrap over instances
+  (:func:`~sxor.experiments.finite_samples_stats.bootstrap_exponent`).
 * ``finite-samples-sgd``: mini-batch SGD with a scan over the batch size and the step size (see
-  :func:`run_sgd`).
+  :func:`~sxor.experiments.finite_samples_sgd.run_sgd`).
 
-The embedding dimension grows with ``d``: ``m = round(2 log2 d) + 4`` (:func:`embedding_dim`).
+The embedding dimension grows with ``d``: ``m = round(2 log2 d) + 4`` (:func:`~sxor.experiments.finite_samples_n_star.embedding_dim`).
 Instance ``k`` at dimension ``d`` is :func:`sxor.xor.sweeps.random_instances` instance ``k`` and
 its sample stream has key ``d * 2^20 + k``.
 

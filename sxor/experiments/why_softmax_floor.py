@@ -49,6 +49,7 @@ FLOOR_SIZES = {
     plot=lambda r: plot_floor(r),  # noqa: PLW0108 (plot_floor is defined below)
 )
 def run_floor(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """The ``why-softmax-floor`` run: for each cell and kind, the best loss from each start."""
     from ..xor.representation import best_losses, erf_floor_probability, linear_loss_floor
 
     cfg = size_config(size, FLOOR_SIZES)
@@ -181,6 +182,8 @@ def gap_starts(
     plot=None,
 )
 def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """The ``why-softmax-gap`` run: per erf instance, the hull and depth-two certificates, both
+    depth upper bounds and the best loss from the extra starts."""
     from ..xor.representation import (
         depth_two_certified,
         depth_upper_bound,

@@ -9,7 +9,7 @@ not it is run), trained online with Adam for at most
 validation loss *and* its test loss are below ``0.01``, else it trains to the budget; the kept
 network is then scored on a third, untouched sample set); one record per ``(d, width)`` (:func:`sxor.xor.ffnn.width_records`). The transformer's side is *not*
 run here: it is read from the one-step chapter's committed grid (``one-step-grid``), so that both
-chapters report the same numbers; :func:`transformer_smallest_m` reads it at a given reliability.
+chapters report the same numbers; :func:`~sxor.experiments.why_transformer_reliability.transformer_smallest_m` reads it at a given reliability.
 
 The sweep and its figures live in ``why_transformer_ffnn``, the comparison of both models at a
 matched reliability in ``why_transformer_reliability``; this module gathers their names.
