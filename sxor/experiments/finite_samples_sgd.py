@@ -22,7 +22,7 @@ from ..progress import progress
 from ..xor.dynamics import first_success, minibatch_sgd
 from ..xor.sweeps import random_instances
 from . import register, size_config
-from .finite_samples_n_star import embedding_dim, stream_key
+from .finite_samples_n_star import embedding_dim, n_star, stream_key
 from .finite_samples_stats import _bootstrap_power_law, censored_quantile, fit_power_law
 
 #: Step sizes of the SGD scan, as natural steps ``lambda = eta / (d^2 M(1)^2)`` (exact decimals): 1/256 ... 1/8.
@@ -317,6 +317,59 @@ def bootstrap_sgd(
         "exponent_high": float(np.percentile(boot_p, 97.5)),
         "resamples": num,
         "undefined": undefined,
+    }
+
+
+def paired_exponent_difference(
+    one_step: list[dict],
+    sgd: list[dict],
+    cap: dict[int, float],
+    num: int = 1000,
+    seed: int = 0,
+    target: float = SGD_TARGET,
+) -> dict:
+    """The exponent of ``N(d)`` (SGD, :func:`sgd_best`) minus that of the median one-step ``n*``
+    over the ``d`` of the SGD records, with a *paired* percentile bootstrap of the difference.
+
+    Instance ``k`` at ``d`` is the same draw ``(V, theta_0, support)`` in both experiments, so each
+    resample draws one set of instance indices per ``d`` and uses it on both sides: the one-step
+    median is over the resampled instances whose population step succeeds, of ``min(n*, cap[d])``
+    (as in :func:`~sxor.experiments.finite_samples_stats.bootstrap_exponent` with ``cap``); ``N(d)`` is re-minimised over the
+    configurations. Returns ``d``, ``difference``, ``low``, ``high`` (2.5% and 97.5%),
+    ``resamples`` and ``undefined`` (resamples where some statistic is infinite)."""
+    ds = sorted({r["d"] for r in sgd})
+    per: dict[int, np.ndarray] = {}
+    for d in ds:
+        recs = sorted((r for r in one_step if r["d"] == d), key=lambda r: r["instance"])
+        size = len(next(r for r in sgd if r["d"] == d)["first_success"])
+        if [r["instance"] for r in recs] != list(range(size)):
+            raise ValueError(f"at d={d} the one-step records must be instances 0..{size - 1}")
+        v = [min(n_star(r), cap[d]) if r["population_mode"] == 0 else math.nan for r in recs]
+        per[d] = np.asarray(v)
+
+    def difference(index: dict[int, np.ndarray]) -> float:
+        one, many = [], []
+        for d in ds:
+            v = per[d][index[d]]
+            one.append(censored_quantile(v[~np.isnan(v)], 0.5))
+            many.append(sgd_best(sgd, d, index[d], target)["n"])
+        if not (np.isfinite(one).all() and np.isfinite(many).all()):
+            return math.nan
+        return fit_power_law(ds, many)[0] - fit_power_law(ds, one)[0]
+
+    point = difference({d: np.arange(len(per[d])) for d in ds})
+    rng = np.random.default_rng(seed)
+    boot = [
+        difference({d: rng.integers(0, len(per[d]), len(per[d])) for d in ds}) for _ in range(num)
+    ]
+    ok = [b for b in boot if math.isfinite(b)]
+    return {
+        "d": ds,
+        "difference": point,
+        "low": float(np.percentile(ok, 2.5)),
+        "high": float(np.percentile(ok, 97.5)),
+        "resamples": num,
+        "undefined": num - len(ok),
     }
 
 

@@ -49,6 +49,7 @@ FLOOR_SIZES = {
     plot=lambda r: plot_floor(r),  # noqa: PLW0108 (plot_floor is defined below)
 )
 def run_floor(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """The ``why-softmax-floor`` run: for each cell and kind, the best loss from each start."""
     from ..xor.representation import best_losses, erf_floor_probability, linear_loss_floor
 
     cfg = size_config(size, FLOOR_SIZES)
@@ -137,6 +138,7 @@ GAP_SIZES = {
         "random": 2,
         "depth_restarts": 32,
         "depth_steps": 100,
+        "lp_starts": 2,
     },
     "full": {
         "cells": [(16, 6), (64, 24), (128, 24)],
@@ -145,6 +147,7 @@ GAP_SIZES = {
         "random": 6,
         "depth_restarts": 256,
         "depth_steps": 300,
+        "lp_starts": 8,
     },
 }
 
@@ -179,9 +182,12 @@ def gap_starts(
     plot=None,
 )
 def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
+    """The ``why-softmax-gap`` run: per erf instance, the hull and depth-two certificates, both
+    depth upper bounds and the best loss from the extra starts."""
     from ..xor.representation import (
         depth_two_certified,
         depth_upper_bound,
+        depth_upper_bound_lp,
         erf_floor_certified,
         minimise_loss,
     )
@@ -199,9 +205,16 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
             keep[inst.support[s]] = False
             others = inst.V[s][keep]
             depth2 = depth_two_certified(others) if int(hull[s]) == 1 else int(hull[s])
-            depth_hat, _ = depth_upper_bound(
+            depth_hat, theta_hat = depth_upper_bound(
                 others, restarts=cfg["depth_restarts"], steps=cfg["depth_steps"], generator=gen
             )
+            # LP-greedy from the smoothed count's query and perturbations of it (own generator, so
+            # that the starts of the loss search below are those of the earlier runs)
+            lp_gen = torch.Generator().manual_seed(d * 1000 + m + 11 + s)
+            th = theta_hat / theta_hat.norm()
+            noise = torch.randn(cfg["lp_starts"] - 1, m, generator=lp_gen, dtype=th.dtype)
+            lp_starts = torch.cat([th.unsqueeze(0), th + 0.3 * noise / m**0.5])
+            depth_lp, _ = depth_upper_bound_lp(others, lp_starts)
             losses = {}
             for name, start in gap_starts(
                 inst.V[s], inst.theta0[s], inst.support[s], cfg["random"], gen, cfg["max_iter"]
@@ -219,6 +232,7 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
                     "hull": int(hull[s]),
                     "depth_two": depth2,
                     "depth_upper": depth_hat,
+                    "depth_upper_lp": depth_lp,
                     "loss_by_start": losses,
                     "best_loss": min(losses.values()),
                 }
@@ -228,4 +242,5 @@ def run_gap(size: str, device: torch.device) -> tuple[dict, list[dict]]:
         "instances": cfg["instances"],
         "max_iter": cfg["max_iter"],
         "random": cfg["random"],
+        "lp_starts": cfg["lp_starts"],
     }, records

@@ -24,10 +24,18 @@ RELIABILITY = 0.9
 
 
 def transformer_smallest_m(grid: dict, rate: float = RELIABILITY) -> dict[int, float]:
-    """``{d: smallest m whose one-step success rate is >= rate}`` on the one-step chapter's grid
-    (``committed_results("one-step-grid")``), by :func:`~sxor.experiments.one_step_grid.m95_by_d`: the
-    interpolated crossing after the last grid point below ``rate`` (``nan`` if never reached)."""
-    return m95_by_d(grid["records"], target=rate)
+    """``{d: smallest grid m from which every grid m has one-step success rate >= rate}`` on the
+    one-step chapter's grid (``committed_results("one-step-grid")``): the first grid point after the
+    last one below ``rate``, an integer size that was run (``nan`` if the largest ``m`` is below).
+
+    It is the grid point at or above the interpolated crossing of
+    :func:`~sxor.experiments.one_step_grid.m95_by_d`; a model size is compared as the size that was run
+    and measured, not as a crossing between two sizes."""
+    out = {}
+    for d, m in m95_by_d(grid["records"], target=rate).items():
+        ms = sorted(r["m"] for r in grid["records"] if r["d"] == d)
+        out[d] = float(min(mm for mm in ms if mm >= m - 1e-12)) if np.isfinite(m) else math.nan
+    return out
 
 
 def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -163,9 +171,9 @@ def matched_reliability(
         ``floor_ratio`` (``2d+5`` over the transformer's point-rule ``2m``, ``None`` without it).
         The FFNN point rule is :func:`sxor.xor.ffnn.smallest_reliable_width`, the interval rule
         :func:`ffnn_consistent_width`; the transformer's point rule is
-        :func:`transformer_smallest_m` (an interpolated ``m``: its reliability is that of the
-        first grid point at or above it, the one that reaches ``rate``), its interval rule
-        :func:`transformer_consistent_m`.
+        :func:`transformer_smallest_m` (a grid ``m``, the first from which every grid ``m``
+        reaches ``rate``), its interval rule :func:`transformer_consistent_m`: integer sizes that
+        were run, on both sides.
     """
     if not 0 < rate < 1:
         raise ValueError(f"rate must lie in (0, 1), got {rate}")
@@ -189,9 +197,8 @@ def matched_reliability(
                 row[key] = _side(r["width"], r["parameters"], r["successes"], r["restarts"], level)
         m = t_point.get(d, math.nan)
         if np.isfinite(m):
-            at = min(mm for dd, mm in by_dm if dd == d and mm >= m - 1e-12)
-            r = by_dm[d, at]
-            row["tf_point"] = _side(m, 2 * m, r["success"], r["seeds"], level)
+            r = by_dm[d, int(m)]
+            row["tf_point"] = _side(int(m), 2 * int(m), r["success"], r["seeds"], level)
         if d in t_int:
             r = by_dm[d, t_int[d]]
             row["tf_interval"] = _side(t_int[d], 2 * t_int[d], r["success"], r["seeds"], level)

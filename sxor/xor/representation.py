@@ -26,8 +26,28 @@ from fractions import Fraction
 
 import torch
 
+from ._depth import _int_rows, depth_upper_bound_lp, exact_signs, solve_exact
 from .checks import check_embeddings, check_support
 from .population import population_grad_unchecked, population_loss
+
+# The public names, in the order of the API page; depth_upper_bound_lp is defined in _depth.py.
+__all__ = [  # noqa: RUF022 (the API page's order, which is the order of the code)
+    "ERF_LOSS_FLOOR",
+    "START_NAMES",
+    "starts",
+    "minimise_loss",
+    "best_losses",
+    "wendel",
+    "erf_floor_probability",
+    "linear_loss_floor",
+    "min_norm_point",
+    "origin_in_hull",
+    "erf_floor_certified",
+    "erf_depth_floor",
+    "depth_two_certified",
+    "depth_upper_bound",
+    "depth_upper_bound_lp",
+]
 
 #: Erf attention has :math:`L \ge \frac{1}{2}(121/225)^2` if 0 is in the convex hull of :math:`\{v_j : j \ne a, b\}`.
 ERF_LOSS_FLOOR = 0.5 * (121 / 225) ** 2
@@ -324,12 +344,10 @@ def origin_in_hull(points: torch.Tensor) -> int:
     strictly separating direction if :math:`\min_j \langle p_j, x \rangle > 0`, checked in exact
     rational arithmetic. *Inside*: the corral has :math:`m + 1` points; the barycentric coordinates
     :math:`\lambda` of 0 in that simplex solve :math:`A \lambda = e_{m+1}` with
-    :math:`A = [P_S^\top; \mathbf{1}^\top]`. The float solution's residual :math:`r` is computed
-    exactly (rationals), and the exact solution differs from it by at most
-    :math:`\lVert A^{-1} \rVert \lVert r \rVert = \lVert r \rVert / \sigma_\mathrm{min}(A)`; if
-    every coordinate exceeds twice that bound, the exact coordinates are positive and 0 is inside.
-    The residual is exact; :math:`\sigma_\mathrm{min}(A)` is a floating-point value, and the factor
-    2 is the margin for its error.
+    :math:`A = [P_S^\top; \mathbf{1}^\top]`. That system is solved exactly, in rational arithmetic
+    on the float64 points (``solve_exact``, fraction-free elimination); if every coordinate is
+    :math:`\ge 0`, then :math:`0 = \sum_j \lambda_j p_j` is in the (closed) hull. Both verdicts
+    are exact statements about the stored float64 points: no step is rounded.
 
     Parameters
     ----------
@@ -339,34 +357,22 @@ def origin_in_hull(points: torch.Tensor) -> int:
     return _origin_in_hull(points)[0]
 
 
-def _origin_in_hull(points: torch.Tensor) -> tuple[int, list[int]]:
-    """The verdict of :func:`origin_in_hull` and the corral it was computed from."""
-    from fractions import Fraction
-
+def _origin_in_hull(points: torch.Tensor) -> tuple[int, list[int], torch.Tensor]:
+    """The verdict of :func:`origin_in_hull`, the corral and the min-norm point it was computed from."""
     P = points.detach().to("cpu", torch.float64)
     _N, m = P.shape
     x, S, _ = min_norm_point(P)
-    xs = [Fraction(float(v)) for v in x]
-    if float(x.norm()) > 0:
-        margin = min(sum(Fraction(float(p)) * c for p, c in zip(row, xs)) for row in P.tolist())
-        if margin > 0:
-            return -1, S
+    if float(x.norm()) > 0 and min(exact_signs(_int_rows(P.tolist()), x)) > 0:
+        return -1, S, x
     if len(S) != m + 1:
-        return 0, S
+        return 0, S, x
     A = torch.cat([P[S].T, torch.ones(1, m + 1, dtype=torch.float64)])
     e = torch.zeros(m + 1, dtype=torch.float64)
     e[m] = 1.0
-    lam = torch.linalg.solve(A, e)
-    lam_q = [Fraction(float(v)) for v in lam]
-    rows = [[Fraction(float(a)) for a in row] for row in A.tolist()]
-    res = [
-        sum(a * l for a, l in zip(row, lam_q)) - (1 if i == m else 0) for i, row in enumerate(rows)
-    ]
-    res_norm = math.sqrt(float(sum(r * r for r in res)))
-    sigma_min = float(torch.linalg.svdvals(A)[-1])
-    if sigma_min > 0 and float(lam.min()) > 2 * res_norm / sigma_min:
-        return 1, S
-    return 0, S
+    lam = solve_exact(A, e)
+    if lam is not None and min(lam) >= 0:
+        return 1, S, x
+    return 0, S, x
 
 
 def erf_floor_certified(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
@@ -481,7 +487,7 @@ def depth_two_certified(points: torch.Tensor) -> int:
     P = points.detach().to("cpu", torch.float64)
     if P.dim() != 2 or P.shape[0] < 1:
         raise ValueError(f"points must have shape [N, m] with N >= 1, got {tuple(P.shape)}")
-    full, S = _origin_in_hull(P)  # S: the corral whose simplex certified 0 inside
+    full, S, _ = _origin_in_hull(P)  # S: the corral whose simplex certified 0 inside
     if full != 1:
         return full
     worst = 1

@@ -445,3 +445,21 @@ def test_committed_one_step_run_is_the_full_config():
         assert r["m"] == fs.embedding_dim(r["d"]) and len(r["mode"]) == len(r["n"])
     # the chapter compares the SGD exponent with the one-step exponent over the SGD's d
     assert set(fs.SGD_REFINE_SIZES["full"]["d"]) < set(cfg["d"])
+
+
+def test_paired_exponent_difference_pairs_the_instances():
+    from sxor.results import committed_results
+
+    one, sgd = committed_results("finite-samples"), committed_results("finite-samples-sgd-refine")
+    top = {d: max(r["n"][-1] for r in one["records"] if r["d"] == d) for d in one["params"]["d"]}
+    out = fs.paired_exponent_difference(one["records"], sgd["records"], top, num=40)
+    common = {d: v for d, v in fs.n_star_table(one["records"]).items() if d <= 128}
+    p_one = fs.bootstrap_exponent(common, 0.5, num=2, cap={d: top[d] for d in common})["exponent"]
+    p_sgd = fs.bootstrap_sgd(sgd["records"], num=2)["exponent"]
+    assert out["d"] == [16, 32, 64, 128]
+    assert out["difference"] == pytest.approx(p_sgd - p_one, abs=1e-12)
+    assert out["low"] <= out["difference"] <= out["high"] and out["undefined"] == 0
+    # one-step instances that are not the SGD's instances 0..199 cannot be paired
+    shifted = [dict(r, instance=r["instance"] + 1) for r in one["records"]]
+    with pytest.raises(ValueError, match="instances"):
+        fs.paired_exponent_difference(shifted, sgd["records"], top, num=2)
