@@ -10,6 +10,7 @@ from typing import cast
 import mpmath
 import numpy as np
 
+from ..progress import progress
 from ._certificate_exact import exact_states
 from .dataset import check_dataset
 from .enclosures import (
@@ -252,7 +253,7 @@ def propagate_boxes(
     ValueError
         for a temperature-dependent attention layer (its image of a box is not computed here).
     """
-    for block in blocks:
+    for block in progress(blocks, desc="certificate: layers", disable=len(blocks) < 10):
         ff = block.ff
         if not ff.is_identity:  # token-wise: one call on the stacked boxes of every sequence
             cuts = np.cumsum([0] + [lo.shape[0] for lo, _ in boxes])
@@ -423,7 +424,7 @@ def _certificate(
             if fast
             else _apply_ff(T.blocks[at].ff, states)
         )
-        for s in pre:
+        for s in progress(pre, desc="certificate: collapse", disable=len(pre) < 2):
             if fast:
                 centre, radius, _ = softmax_attention_box(s, sa.A, sa.rho, sa.V, tau)
                 centres.append(centre)

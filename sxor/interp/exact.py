@@ -119,7 +119,7 @@ def short(x: object, width: int = 60) -> str:
     num, den = (
         int(b * 0.30103) + 1 for b in (q.numerator.bit_length(), q.denominator.bit_length())
     )
-    return f"~{approx(q)} (exact: about {num} digits over {den})"
+    return f"~{approx(q)} (an exact rational of about {num} digits over {den} digits)"
 
 
 def exact_scalar(name: str, value: object) -> Fraction:
