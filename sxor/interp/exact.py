@@ -176,6 +176,8 @@ def as_exact(a: object, name: str = "array") -> np.ndarray:
         :func:`~sxor.interp.exact.from_floats`).
     """
     if isinstance(a, torch.Tensor):
+        if a.device.type == "meta":
+            raise ValueError(f"{name} is on the meta device (a shape without values)")
         if a.is_floating_point() or a.is_complex():
             raise ValueError(
                 f"{name} is a float tensor; the exact path accepts only int and Fraction"

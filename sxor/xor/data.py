@@ -69,7 +69,7 @@ def sphere_embeddings(
     check_dtype("dtype", dtype)
     check_generator(generator)
     device = check_device("device", device)
-    check_memory("sphere_embeddings(d, m, batch)", (*batch, d, m), dtype)
+    check_memory("sphere_embeddings(d, m, batch)", (*batch, d, m), dtype, device)
     z = torch.randn(*batch, d, m, generator=generator, dtype=dtype, device=device)
     return z / z.norm(dim=-1, keepdim=True)
 
@@ -106,7 +106,7 @@ def random_support(
     batch = check_batch(batch)
     check_generator(generator)
     device = check_device("device", device)
-    check_memory("random_support(d, batch)", (*batch, 2), torch.int64)
+    check_memory("random_support(d, batch)", (*batch, 2), torch.int64, device)
     first = torch.randint(0, d, (*batch,), generator=generator, device=device)
     # j* is uniform over the d - 1 positions other than i*.
     offset = torch.randint(1, d, (*batch,), generator=generator, device=device)
@@ -159,7 +159,7 @@ def sample_sparse_xor(
     check_dtype("dtype", dtype, integer=True)
     check_generator(generator)
     device = check_device("device", device)
-    check_memory("sample_sparse_xor(n, d)", (n, d), torch.int64)
+    check_memory("sample_sparse_xor(n, d)", (n, d), torch.int64, device)
     support = as_support(support, device)
     check_support(support, d)
     if support.shape != (2,):

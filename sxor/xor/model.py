@@ -24,6 +24,7 @@ from .checks import (
     check_finite,
     check_kind,
     check_query,
+    check_query_batch,
     check_tensor,
     check_weights,
 )
@@ -154,6 +155,7 @@ def scores(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     """
     _, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
+    check_query_batch("theta", theta, V)
     return scores_unchecked(V, theta)
 
 
@@ -190,6 +192,7 @@ def attention(V: torch.Tensor, theta: torch.Tensor, kind: str = "softmax") -> to
     """
     _, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
+    check_query_batch("theta", theta, V)
     return attention_kind(kind).weights(scores_unchecked(V, theta))
 
 
@@ -265,6 +268,8 @@ def predict(
     d, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
     check_query("theta_tilde", theta_tilde, m, like=V)
+    check_query_batch("theta", theta, V)
+    check_query_batch("theta_tilde", theta_tilde, V)
     check_tensor("x", x, 2)
     check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != d:
