@@ -248,7 +248,7 @@ def certify(file: Path, tau: str | None = None, max_cost: str | None = None) -> 
     cost = certify_cost(X, Y)
     if cost > budget:
         raise Refusal(
-            f"{file}: the estimated cost is {cost:.2g} units (N = {len(X)} sequences, "
+            f"{file}: the estimated cost is {cost:.3g} units (N = {len(X)} sequences, "
             f"longest n_j = {max(len(x) for x in X)}, d = {X[0].shape[1]}), above the budget "
             f"{budget:.2g}; pass --max-cost {_round_up(cost)} to run it anyway "
             "(one unit is about 1-3 microseconds on one CPU core, measured)"
