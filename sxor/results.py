@@ -11,6 +11,7 @@ import json
 import platform
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,10 @@ def available_memory(device: torch.device | str | None = None) -> int | None:
     """Bytes of memory available for new tensors on ``device`` (default cpu): ``MemAvailable`` of
     ``/proc/meminfo`` on the CPU, the free memory of a CUDA device; ``None`` where unknown (other
     systems, the meta device, which allocates nothing)."""
-    dev = torch.device("cpu" if device is None else device)
+    try:
+        dev = torch.device("cpu" if device is None else device)  # type: ignore[arg-type]
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device {device!r} is not a device") from None
     if dev.type == "cuda" and torch.cuda.is_available():
         return int(torch.cuda.mem_get_info(dev)[0])
     if dev.type != "cpu":
@@ -248,7 +252,7 @@ def describe(results: dict, width: int = 100) -> list[str]:
     """
     import textwrap
 
-    if not isinstance(results, dict):
+    if not isinstance(results, Mapping):
         raise TypeError(f"results must be a dict (a results file), got {type(results).__name__}")
     missing = {"experiment", "params", "meta"} - set(results)
     if missing:

@@ -1,6 +1,8 @@
-"""The exact layers before the collapse, in integer arithmetic (the certificate's fast path).
+"""Exact pieces of the certificate: the layers before the collapse in integer arithmetic (the
+fast path) and the Hausdorff bound of output boxes.
 
-Private: :func:`exact_states` is public as :func:`sxor.interp.certificate.exact_states`.
+Private: :func:`exact_states` and :func:`box_hausdorff_squared` are public in
+:mod:`sxor.interp.certificate`.
 """
 
 from __future__ import annotations
@@ -78,3 +80,29 @@ def exact_states(blocks: Sequence, states: list[np.ndarray]) -> list[np.ndarray]
 def _reduce(P: np.ndarray, D: int) -> tuple[np.ndarray, int]:
     g = math.gcd(D, *(int(v) for v in P.flat))
     return (P // g, D // g) if g > 1 else (P, D)
+
+
+def box_hausdorff_squared(lo: np.ndarray, hi: np.ndarray, Y: np.ndarray) -> Fraction:
+    r"""Upper bound on :math:`d_H(P, Y)^2` for every :math:`P` with :math:`p_i` in the box :math:`[\mathrm{lo}_i, \mathrm{hi}_i]`.
+
+    It is :math:`d_H^2` with :math:`\lVert p_i - y \rVert^2` replaced by its maximum over the box,
+    :math:`\sum_c \max((\mathrm{lo}_{ic} - y_c)^2, (\mathrm{hi}_{ic} - y_c)^2)`. Exact; 0 iff every
+    box is the single point of a target and every target is such a point.
+
+    Parameters
+    ----------
+    lo, hi
+        Corners of the boxes, ``[n, d]`` each (exact).
+    Y
+        Target tokens ``[m, d]`` (exact).
+    """
+    far = [
+        [
+            sum((max((a - c) ** 2, (b - c) ** 2) for a, b, c in zip(lo[i], hi[i], y)), Fraction(0))
+            for y in Y
+        ]
+        for i in range(lo.shape[0])
+    ]
+    forward = max(min(row) for row in far)
+    backward = max(min(far[i][k] for i in range(lo.shape[0])) for k in range(Y.shape[0]))
+    return max(forward, backward)

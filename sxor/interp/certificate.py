@@ -11,7 +11,7 @@ import mpmath
 import numpy as np
 
 from ..progress import progress
-from ._certificate_exact import exact_states
+from ._certificate_exact import box_hausdorff_squared, exact_states
 from .dataset import check_dataset
 from .enclosures import (
     MAX_PREC,
@@ -22,7 +22,7 @@ from .enclosures import (
     softmax_attention_box,
     softmax_attention_enclosure,
 )
-from .exact import fractions, sqrt_upper
+from .exact import exact_scalar, fractions, short, sqrt_upper
 from .layers import hausdorff_squared
 from .network import (
     ENCLOSURE_BITS,
@@ -115,32 +115,6 @@ def interpolation_errors(
     return [cast(Fraction, hausdorff_squared(out, y)) for out, y in zip(T.map(X), Y)]
 
 
-def box_hausdorff_squared(lo: np.ndarray, hi: np.ndarray, Y: np.ndarray) -> Fraction:
-    r"""Upper bound on :math:`d_H(P, Y)^2` for every :math:`P` with :math:`p_i` in the box :math:`[\mathrm{lo}_i, \mathrm{hi}_i]`.
-
-    It is :math:`d_H^2` with :math:`\lVert p_i - y \rVert^2` replaced by its maximum over the box,
-    :math:`\sum_c \max((\mathrm{lo}_{ic} - y_c)^2, (\mathrm{hi}_{ic} - y_c)^2)`. Exact; 0 iff every
-    box is the single point of a target and every target is such a point.
-
-    Parameters
-    ----------
-    lo, hi
-        Corners of the boxes, ``[n, d]`` each (exact).
-    Y
-        Target tokens ``[m, d]`` (exact).
-    """
-    far = [
-        [
-            sum((max((a - c) ** 2, (b - c) ** 2) for a, b, c in zip(lo[i], hi[i], y)), Fraction(0))
-            for y in Y
-        ]
-        for i in range(lo.shape[0])
-    ]
-    forward = max(min(row) for row in far)
-    backward = max(min(far[i][k] for i in range(lo.shape[0])) for k in range(Y.shape[0]))
-    return max(forward, backward)
-
-
 def _ball_feed_forward(
     centres: np.ndarray, r: Fraction, ff: FFLayer
 ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -214,6 +188,12 @@ def radius_absorbed(
     targets
         Per sequence, the target tokens ``[m_j, d]``.
     """
+    radius = exact_scalar("radius", radius)
+    if radius < 0 or len(centres) != len(targets):
+        raise ValueError(
+            f"radius_absorbed needs radius >= 0 and one target per centre sequence, got radius "
+            f"{short(radius, 30)}, {len(centres)} centre and {len(targets)} target sequences"
+        )
     if all(block.sa.is_identity for block in later):  # token-wise: one ball per distinct centre
         centres = [np.array(sorted(set(map(tuple, c))), dtype=object) for c in centres]
     later = list(later)

@@ -235,6 +235,8 @@ def load_dataset(path: str | Path) -> tuple[list[np.ndarray], list[np.ndarray], 
         floats, numbers beyond the limits, and every dataset
         :func:`~sxor.interp.dataset.check_dataset` refuses.
     """
+    if not isinstance(path, (str, Path)):
+        raise TypeError(f"path must be a str or pathlib.Path, got {type(path).__name__}")
     path = Path(path)
     try:
         if not path.exists():
@@ -278,6 +280,11 @@ def certify_cost(inputs: list[np.ndarray], targets: list[np.ndarray]) -> int:
     inputs, targets
         The dataset, as :func:`load_dataset` returns it.
     """
+    if not inputs or len(inputs) != len(targets):
+        raise ValueError(
+            f"certify_cost needs N >= 1 input and as many target sequences, got {len(inputs)} and "
+            f"{len(targets)} (pass what load_dataset returns)"
+        )
     d = int(inputs[0].shape[1])
     bits = max(
         (max(v.numerator.bit_length(), v.denominator.bit_length()) for s in inputs for v in s.flat),

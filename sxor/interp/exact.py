@@ -60,8 +60,13 @@ def _clip(text: str, width: int = 40, *, quote: bool = True) -> str:
 
 
 def _check_decimal_size(name: str, value: str) -> None:
+    if len(value) > 2 * MAX_DIGITS + 50:
+        raise ValueError(
+            f"{name} contains a string of {len(value)} characters, {_clip(value)}: a rational "
+            f"has at most {MAX_DIGITS} digits (sxor.interp.exact.MAX_DIGITS)"
+        )
     digits = sum(c.isdigit() for c in value)
-    if digits > MAX_DIGITS or len(value) > 2 * MAX_DIGITS + 50:
+    if digits > MAX_DIGITS:
         raise ValueError(
             f"{name} contains the string {_clip(value)} with {digits} digits, above the limit "
             f"sxor.interp.exact.MAX_DIGITS = {MAX_DIGITS}"
@@ -348,9 +353,9 @@ def sqrt_upper(x: Fraction, bits: int = 64) -> Fraction:
     bits
         Relative accuracy, in bits (an int :math:`\ge 1`).
     """
-    x = Fraction(x)
+    x = exact_scalar("x", x)
     if x < 0:
-        raise ValueError(f"sqrt_upper needs x >= 0, got {x}")
+        raise ValueError(f"sqrt_upper needs x >= 0, got {short(x)}")
     if isinstance(bits, bool) or not isinstance(bits, int) or bits < 1:
         raise ValueError(f"sqrt_upper needs bits an int >= 1, got {bits!r}")
     if x == 0:

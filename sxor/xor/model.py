@@ -227,6 +227,14 @@ def predict_from_weights(
     check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != d:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the weights have d={d}")
+    try:
+        torch.broadcast_shapes(x.shape[:-2], gamma.shape[:-1], gamma_tilde.shape[:-1])
+    except RuntimeError:
+        raise ValueError(
+            f"the batch shape {tuple(x.shape[:-2])} of x [..., n, d] does not broadcast against "
+            f"the batch shapes {tuple(gamma.shape[:-1])} and {tuple(gamma_tilde.shape[:-1])} of "
+            "the weights [..., d]"
+        ) from None
     check_finite("x", x)
     x = x.to(gamma.dtype)
     return -(x @ gamma.unsqueeze(-1)).squeeze(-1) * (x @ gamma_tilde.unsqueeze(-1)).squeeze(-1)
