@@ -179,9 +179,11 @@ def _run(parser: _Parser, args: argparse.Namespace) -> int:
 
     try:
         exp = experiments.get(args.name)
-        check_device("--device", args.device)
+        device = check_device("--device", args.device)
     except (ValueError, TypeError) as err:
         raise Refusal(str(err)) from None
+    if device is not None and device.type == "meta":
+        raise Refusal("--device meta holds shapes without values: an experiment needs cpu or cuda")
     out = args.out if args.out is not None else (RESULTS_DIR if args.size == "full" else CI_OUT)
     target = out / f"{exp.name}.json"
     _writable_folder(out, target)
