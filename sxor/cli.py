@@ -233,6 +233,8 @@ def _budget(max_cost: str | None) -> int:
 
 def certify(file: Path, tau: str | None = None, max_cost: str | None = None) -> int:
     """``python -m sxor certify``: print the block count, ``tau_max`` and the certificate; return the exit status."""
+    from fractions import Fraction
+
     import mpmath
 
     from .interp.construct import construct, softmax_certificate
@@ -282,7 +284,9 @@ def certify(file: Path, tau: str | None = None, max_cost: str | None = None) -> 
         f"softmax network: {T.num_blocks} blocks ({T.info.get('route')} route), "
         f"{T.num_parameters} parameters; built in {t1 - t0:.2f} s"
     )
-    print(f"tau_max = {mpmath.nstr(T.tau_max_mp, 6)}; tau = {short(T.tau)} (= {approx(T.tau)})")
+    print(
+        f"tau_max = {mpmath.nstr(T.tau_max_mp, 6)}; tau = {short(Fraction(T.tau))} (= {approx(T.tau)})"
+    )
     print(
         f"certificate ({t2 - t1:.2f} s): hausdorff_bound = {short(c['hausdorff_bound'])}, "
         f"exact = {c['exact']}, certified = {c['certified']}, "

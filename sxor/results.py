@@ -40,7 +40,7 @@ def available_memory(device: torch.device | str | None = None) -> int | None:
     ``/proc/meminfo`` on the CPU, the free memory of a CUDA device; ``None`` where unknown (other
     systems, the meta device, which allocates nothing)."""
     try:
-        dev = torch.device("cpu" if device is None else device)  # type: ignore[arg-type]
+        dev = torch.device("cpu" if device is None else device)
     except (RuntimeError, TypeError, ValueError):
         raise ValueError(f"device {device!r} is not a device") from None
     if dev.type == "cuda" and torch.cuda.is_available():

@@ -364,12 +364,12 @@ def test_the_help_documents_exit_codes_and_budgets(capsys):
 
 
 def test_run_refuses_an_out_that_is_a_file_or_cannot_be_created(tmp_path, capsys):
-    afile = tmp_path / "afile"
-    afile.write_text("x")
-    assert main(["run", "one-step-eta", "--out", str(afile)]) == 2
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    assert main(["run", "one-step-eta", "--out", str(a_file)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("refused: ") and "is a file, not a folder" in err and err.count("\n") == 1
-    assert main(["run", "one-step-eta", "--out", str(afile / "sub")]) == 2
+    assert main(["run", "one-step-eta", "--out", str(a_file / "sub")]) == 2
     assert "cannot create the folder" in capsys.readouterr().err
     (tmp_path / "out" / "one-step-eta.json").mkdir(parents=True)
     assert main(["run", "one-step-eta", "--out", str(tmp_path / "out")]) == 2

@@ -81,7 +81,7 @@ def _check_decimal_size(name: str, value: str) -> None:
             )
 
 
-def approx(x: object, digits: int = 6) -> str:
+def approx(x: int | Fraction | float, digits: int = 6) -> str:
     """A short decimal form of a rational of any size (``1e+400``, ``3.33333e-5``), never failing.
 
     Unlike ``float(x)`` it neither overflows nor underflows, and unlike ``str(x)`` it stays short
@@ -96,14 +96,14 @@ def approx(x: object, digits: int = 6) -> str:
     """
     import mpmath
 
-    q = Fraction(x) if not isinstance(x, float) else x
-    if isinstance(q, float):
-        return f"{q:.{digits}g}"
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    q = Fraction(x)
     with mpmath.workprec(64):
         return mpmath.nstr(mpmath.mpf(q.numerator) / q.denominator, digits)
 
 
-def short(x: object, width: int = 60) -> str:
+def short(x: int | Fraction, width: int = 60) -> str:
     """``str(x)`` for a rational that prints in at most ``width`` characters, else ``approx(x)``
     with the number of digits of its numerator and denominator (Python refuses to print an int of
     more than 4300 digits, and such a line is unreadable anyway).

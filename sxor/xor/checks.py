@@ -387,7 +387,10 @@ def check_device(name: str, device: object) -> torch.device | None:
 
 
 def check_memory(
-    what: str, shape: tuple[int, ...], dtype: torch.dtype, device: object = None
+    what: str,
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    device: torch.device | str | None = None,
 ) -> None:
     """Refuse, before allocating, a tensor of ``shape`` and ``dtype`` above :data:`MAX_BYTES` or
     above the memory available on ``device`` (:func:`sxor.results.available_memory`; nothing is
