@@ -20,8 +20,8 @@ minutes on one CPU core), saying what the dataset would need; long runs report e
 Exit status (every command): **0** success (for ``certify``: the certificate proves exact
 interpolation), **1** ``certify`` only: not certified (the bound did not shrink to 0; not a proof
 of inexactness), **2** bad input (a one-line refusal naming the file or argument and the
-problem), **3** internal error (one line with the error's type and message). No traceback is
-printed unless ``--debug`` is given.
+problem), **3** internal error (one line with the error's type and message); an interrupted run
+(Ctrl-C) exits with 130, as shells report it. No traceback is printed unless ``--debug`` is given.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ def _parser() -> _Parser:
         help="allow a CI run to replace a results file made by a full run",
     )
     from .interp.datafile import MAX_COST, MAX_ENTRIES, MAX_FILE_BYTES
+    from .interp.exact import MAX_DIGITS, MAX_EXPONENT
 
     cert = sub.add_parser(
         "certify",
@@ -114,8 +115,10 @@ def _parser() -> _Parser:
         parents=[debug],
         epilog=(
             f"limits: files up to {MAX_FILE_BYTES // 2**20} MiB and {MAX_ENTRIES} numbers, rational "
-            "strings up to 1000 digits and exponent +-1000; the estimated cost must stay within "
-            "--max-cost. " + epilog
+            f"strings up to {MAX_DIGITS} digits and exponent +-{MAX_EXPONENT}; the estimated cost "
+            "d (f sum_j n_j^2 + 16 (2N + sum_j m_j) sum_j n_j), f = max(1, bits // 64)^2 "
+            "(sxor.interp.datafile.certify_cost), must stay within --max-cost; runs above "
+            f"{PROGRESS_COST:.0e} units report each stage on stderr. " + epilog
         ),
     )
     cert.add_argument("file", type=Path, help="a .json or .npz dataset (see sxor.interp.datafile)")
@@ -148,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     except Refusal as err:
         print(f"refused: {_one_line(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print("interrupted", file=sys.stderr)
+        return 130
     except Exception as err:
         if args.debug:
             raise

@@ -54,7 +54,7 @@ MAX_ENTRIES = 10**6
 #: one unit costs about 1 to 3 microseconds on one CPU core, so the budget is a few minutes.
 MAX_COST = 10**8
 
-_BIG_INT_BITS = int(MAX_DIGITS * 3.33) + 4  # an int of more than MAX_DIGITS digits has more bits
+_BIG_INT_BITS = int(MAX_DIGITS * 3.33) + 4  # ints of fewer bits have at most MAX_DIGITS digits
 
 
 def _json_number(value: object, where: str) -> Fraction:
@@ -68,7 +68,11 @@ def _json_number(value: object, where: str) -> Fraction:
         raise ValueError(
             f"{where} is a JSON {shown}; a coordinate is an integer or a string with a rational"
         )
-    if isinstance(value, int) and value.bit_length() > _BIG_INT_BITS:
+    if (
+        isinstance(value, int)
+        and value.bit_length() > _BIG_INT_BITS - 40
+        and len(str(abs(value))) > MAX_DIGITS
+    ):
         raise ValueError(
             f"{where} is an integer of more than {MAX_DIGITS} digits "
             f"(the limit sxor.interp.exact.MAX_DIGITS)"
@@ -266,7 +270,7 @@ def certify_cost(inputs: list[np.ndarray], targets: list[np.ndarray]) -> int:
 
     .. math::
        d \Big( f \sum_j n_j^2 + 16\,(2N + \textstyle\sum_j m_j) \sum_j n_j \Big),
-       \qquad f = \max(1, b / 64)^2,
+       \qquad f = \max(1, \lfloor b / 64 \rfloor)^2,
 
     with :math:`b` the largest bit length of a numerator or denominator of the data: the collapse
     compares every pair of tokens of a sequence (quadratic in :math:`n_j`, and slower on numbers
