@@ -270,13 +270,13 @@ LIBRARY: list[tuple[str, str, str]] = [
         r"batch",
     ),
     (
-        "labels with an int16 support",
-        "sxor.sparse_xor_labels(torch.ones(2, 8), torch.tensor([0, 1], dtype=torch.int16))",
+        "labels with an int16 support holding -1",
+        "sxor.sparse_xor_labels(torch.ones(2, 8), torch.tensor([-1, 1], dtype=torch.int16))",
         r"support",
     ),
     (
-        "sample with an int8 support",
-        "sxor.sample_sparse_xor(4, 8, torch.tensor([0, 1], dtype=torch.int8))",
+        "sample with a uint8 support holding 255",
+        "sxor.sample_sparse_xor(4, 8, torch.tensor([0, 255], dtype=torch.uint8))",
         r"support",
     ),
     ("random_support d = 2^63", "sxor.random_support(2**63)", r"\bd\b"),

@@ -257,10 +257,9 @@ def check_support(support: object, d: int, k: int | None = 2) -> None:
     """Validate ``support [..., k]``: integer positions in ``[0, d)``, pairwise distinct
     (``k = 2``: ``i* != j*``; ``k = None``: any length ``k >= 1``, the ``k``-sparse parity)."""
     support = check_tensor("support", support, 1)
-    if support.dtype not in (torch.int64, torch.int32):
+    if support.is_floating_point() or support.is_complex() or support.dtype == torch.bool:
         raise ArgumentTypeError(
-            f"support must be an integer (long) tensor, got dtype {support.dtype} "
-            "(index tensors are int64 or int32: pass support.long())"
+            f"support must be an integer (long) tensor, got dtype {support.dtype}"
         )
     if k is not None and support.shape[-1] != k:
         what = "(i*, j*)" if k == 2 else f"(k = {k} positions)"

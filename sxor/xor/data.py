@@ -198,7 +198,7 @@ def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     check_support(support, x.shape[-1])
     batch = batch_shape(x.shape[:-2], support.shape[:-1])
     n, d = x.shape[-2:]
-    pair = x.expand(*batch, n, d).gather(-1, support.unsqueeze(-2).expand(*batch, n, 2))
+    pair = x.expand(*batch, n, d).gather(-1, support.long().unsqueeze(-2).expand(*batch, n, 2))
     return -pair[..., 0] * pair[..., 1]
 
 
