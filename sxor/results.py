@@ -11,6 +11,7 @@ import json
 import platform
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,47 @@ def available_devices() -> list[str]:
     if mps is not None and mps.is_available():
         names.append("mps")
     return names
+
+
+def available_memory(device: torch.device | str | None = None) -> int | None:
+    """Bytes of memory available for new tensors on ``device`` (default cpu): ``MemAvailable`` of
+    ``/proc/meminfo`` on the CPU, the free memory of a CUDA device; ``None`` where unknown (other
+    systems, the meta device, which allocates nothing)."""
+    try:
+        dev = torch.device("cpu" if device is None else device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"device {device!r} is not a device") from None
+    if dev.type == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.mem_get_info(dev)[0])
+    if dev.type != "cpu":
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_allocation(
+    what: str, nbytes: int, limit: int, limit_name: str, device: object = None
+) -> None:
+    """Refuse, before allocating, ``nbytes`` above ``limit`` (named ``limit_name`` in the message)
+    or above half the memory available on ``device`` (:func:`available_memory`; the other half
+    leaves room for the intermediates of the computation)."""
+    if nbytes > limit:
+        raise ValueError(
+            f"{what} would allocate {nbytes / 2**30:.3g} GiB, above the limit {limit_name} = "
+            f"{limit / 2**30:.3g} GiB: choose smaller sizes (or raise the limit on purpose)"
+        )
+    free = available_memory(device if isinstance(device, (str, torch.device)) else None)
+    if free is not None and 2 * nbytes > free:
+        raise ValueError(
+            f"{what} would allocate {nbytes / 2**30:.3g} GiB, more than half the "
+            f"{free / 2**30:.3g} GiB of memory available on this machine: choose smaller sizes"
+        )
 
 
 def check_device(name: str, device: object) -> torch.device | None:
@@ -205,13 +247,24 @@ def describe(results: dict, width: int = 100) -> list[str]:
     ``note`` of its meta when there is one (how a file was made, when not by one run of its
     command), and its parameters. Used by the book's reproducibility appendix.
 
-    Raises ValueError unless ``results`` has the keys ``experiment``, ``params`` and ``meta``.
+    Raises TypeError unless ``results`` is a dict, and ValueError unless it has the keys
+    ``experiment``, ``params`` and ``meta``, the last two dicts, and ``width`` is an int >= 20.
     """
     import textwrap
 
+    if not isinstance(results, Mapping):
+        raise TypeError(f"results must be a dict (a results file), got {type(results).__name__}")
     missing = {"experiment", "params", "meta"} - set(results)
     if missing:
         raise ValueError(f"results lack the keys {sorted(missing)}")
+    for key in ("params", "meta"):
+        if not isinstance(results[key], dict):
+            raise ValueError(
+                f"results['{key}'] must be a dict (a JSON object), got "
+                f"{type(results[key]).__name__}"
+            )
+    if isinstance(width, bool) or not isinstance(width, int) or width < 20:
+        raise ValueError(f"width must be an int >= 20, got {width!r}")
     meta, params = results["meta"], dict(results["params"])
     size = params.pop("size", "?")
     wall = meta.get("wall_seconds")

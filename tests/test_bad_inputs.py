@@ -376,6 +376,55 @@ INPUTS, TARGETS = I.random_dataset(2, 3, 2, 2, seed=0)
 T_HARD = I.construct(INPUTS, TARGETS)
 T_SOFT = I.construct(INPUTS, TARGETS, "softmax")
 
+# --- found by the hostile probes: meta tensors, index dtypes, batch mismatches, huge sizes -----
+META = torch.device("meta")
+p1(
+    "attention",
+    "V on the meta device",
+    lambda: sxor.attention(V.to(META), TH.to(META)),
+    r"\bV\b.*meta",
+)
+p1("scores", "theta on the meta device", lambda: sxor.scores(V, TH.to(META)), r"theta.*meta")
+p1(
+    "one_step",
+    "V and theta0 on the meta device",
+    lambda: sxor.one_step(V.to(META), TH.to(META), SUP.to(META), 0.1),
+    r"meta",
+)
+p1(
+    "predict",
+    "x on the meta device",
+    lambda: sxor.predict(X.to(META), V, TH, -TH),
+    r"\bx\b.*meta",
+)
+p1(
+    "attention",
+    "theta batch (2,) against V batch (3,)",
+    lambda: sxor.attention(VB, THB[:2]),
+    r"batch.*theta.*V",
+)
+p1(
+    "scores",
+    "theta batch (2,) against V batch (3,)",
+    lambda: sxor.scores(VB, THB[:2]),
+    r"batch.*theta",
+)
+p1(
+    "predict",
+    "theta_tilde batch (2,) against V batch (3,)",
+    lambda: sxor.predict(X, VB, THB, THB[:2]),
+    r"batch.*theta_tilde",
+)
+p1(
+    "predict_from_weights",
+    "x batch (2,) against weights batch (3,)",
+    lambda: sxor.predict_from_weights(X.expand(2, 8, D), G.expand(3, D), H.expand(3, D)),
+    r"batch.*\bx\b",
+)
+p1("random_support", "d = 10^30", lambda: sxor.random_support(10**30), r"\bd\b.*2\^62")
+p1("sphere_embeddings", "d = 2^63", lambda: sxor.sphere_embeddings(2**63, 2), r"\bd\b")
+
+
 PART2: list[Row] = []
 
 
@@ -870,6 +919,39 @@ p2("distinct_points", "a nan row", lambda: I.distinct_points(np.array([[NAN, 0.0
 p2("distinct_points", "an inf row", lambda: I.distinct_points(np.array([[np.inf, 0.0]])), r"\bX\b")
 p2("distinct_points", "a string", lambda: I.distinct_points("abc"), r"\bX\b")
 
+# --- found by the hostile probes: meta tensors and allocations past the limit ---------------
+p2(
+    "attention_scores",
+    "tokens on the meta device",
+    lambda: I.attention_scores(torch.zeros(3, 2, device="meta"), torch.eye(2)),
+    r"\bX\b.*meta",
+)
+p2(
+    "construct",
+    "an input on the meta device",
+    lambda: I.construct([torch.zeros(3, 2, dtype=torch.long, device="meta")], [[[1, 1]]]),
+    r"inputs\[0\].*meta",
+)
+p2(
+    "self_attention",
+    "10^5 tokens (a 37 GiB score matrix)",
+    lambda: I.self_attention(torch.zeros(10**5, 2), torch.eye(2), 1.0, torch.eye(2), 1.0),
+    r"scores.*GiB.*MAX_BYTES",
+)
+p2(
+    "hausdorff",
+    "10^5 tokens against 10^5 (74 GiB of differences)",
+    lambda: I.hausdorff(torch.zeros(10**5, 2), torch.zeros(10**5, 2)),
+    r"GiB.*MAX_BYTES",
+)
+p2(
+    "as_exact",
+    "a string with exponent 10^9",
+    lambda: I.as_exact([["1e1000000000"]]),
+    r"exponent",
+)
+p2("as_exact", "a string of 5000 digits", lambda: I.as_exact([["7" * 5000]]), r"digits")
+
 #: Public names that take no argument to get wrong, with the reason.
 EXEMPT = {
     "ATTENTION_KINDS": "a registry (dict), not a function; a bad name is a row of attention",
@@ -937,3 +1019,45 @@ def test_propagation_that_is_allowed() -> None:
     # Integer inputs x in {+1, -1} are converted exactly to the weights' dtype.
     y = sxor.predict_from_weights(X.long(), G, H)
     torch.testing.assert_close(y, sxor.predict_from_weights(X, G, H))
+
+
+def test_allocations_above_the_available_memory_are_refused_before_allocating(monkeypatch):
+    import sxor.results
+
+    monkeypatch.setattr(sxor.results, "available_memory", lambda device=None: 2**20)
+    with pytest.raises(ValueError, match=r"sphere_embeddings.*more than half the 0.000977 GiB"):
+        sxor.sphere_embeddings(256, 1024)  # 2 MiB of float64
+    with pytest.raises(ValueError, match=r"attention scores.*available"):
+        I.attention_scores(torch.zeros(1024, 2), torch.eye(2))  # 4 MiB of float32
+    assert sxor.sphere_embeddings(8, 4).shape == (8, 4)  # small tensors pass
+    # on the meta device nothing is allocated, so only MAX_BYTES applies there
+    assert sxor.sphere_embeddings(256, 1024, device="meta").shape == (256, 1024)
+
+
+@pytest.mark.parametrize(
+    "results, width, message",
+    [
+        ({"experiment": "x", "params": [1, 2], "meta": {}}, 100, r"results\['params'\].*dict"),
+        ({"experiment": "x", "params": None, "meta": {}}, 100, r"results\['params'\]"),
+        ({"experiment": "x", "params": {}, "meta": [1]}, 100, r"results\['meta'\]"),
+        ([1, 2], 100, r"results must be a dict"),
+        ({"experiment": "x", "params": {}, "meta": {}}, 0, r"width"),
+        ({"experiment": "x", "params": {}, "meta": {}}, True, r"width"),
+    ],
+)
+def test_describe_refuses_malformed_results_clearly(results, width, message):
+    from sxor.results import describe
+
+    with hang_guard("describe"), pytest.raises((ValueError, TypeError), match=message):
+        describe(results, width)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int16, torch.int32])
+def test_every_integer_support_dtype_gives_the_same_result(dtype):
+    # a uint8 support once failed deep inside torch's gather; now every integer dtype indexes
+    sup = SUP.to(dtype)
+    assert torch.equal(sxor.sparse_xor_labels(X, sup), sxor.sparse_xor_labels(X, SUP))
+    gen = [torch.Generator().manual_seed(5) for _ in range(2)]
+    a = sxor.sample_sparse_xor(6, D, sup, generator=gen[0])
+    b = sxor.sample_sparse_xor(6, D, SUP, generator=gen[1])
+    assert all(torch.equal(u, v) for u, v in zip(a, b))

@@ -156,6 +156,10 @@ def run(name: str, size: str = "ci", device: torch.device | str | None = None) -
     if size not in SIZES:
         raise ValueError(f"size must be one of {list(SIZES)}, got {size!r}")
     device = check_device("device", device)
+    if device is not None and device.type == "meta":
+        raise ValueError(
+            "device 'meta' holds shapes without values: an experiment needs cpu or cuda"
+        )
     if device is None:
         device = default_device()
     start = time.perf_counter()

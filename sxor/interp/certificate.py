@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import cast
@@ -11,6 +10,8 @@ from typing import cast
 import mpmath
 import numpy as np
 
+from ..progress import progress
+from ._certificate_exact import box_hausdorff_squared, exact_states
 from .dataset import check_dataset
 from .enclosures import (
     MAX_PREC,
@@ -21,17 +22,30 @@ from .enclosures import (
     softmax_attention_box,
     softmax_attention_enclosure,
 )
-from .exact import fractions, sqrt_upper
+from .exact import exact_scalar, fractions, short, sqrt_upper
 from .layers import hausdorff_squared
 from .network import (
     ENCLOSURE_BITS,
     Block,
+    FFLayer,
     InterpolatingTransformer,
     SALayer,
     _apply_ff,
     check_temperature,
+    identity_ff,
     identity_sa,
 )
+
+__all__ = [
+    "box_hausdorff_squared",
+    "collapse_margins",
+    "enclosure_bits",
+    "exact_states",
+    "interpolation_errors",
+    "propagate_boxes",
+    "radius_absorbed",
+    "softmax_certificate",
+]
 
 
 def collapse_margins(states: list[np.ndarray], collapse: SALayer) -> tuple[Fraction, Fraction]:
@@ -101,30 +115,97 @@ def interpolation_errors(
     return [cast(Fraction, hausdorff_squared(out, y)) for out, y in zip(T.map(X), Y)]
 
 
-def box_hausdorff_squared(lo: np.ndarray, hi: np.ndarray, Y: np.ndarray) -> Fraction:
-    r"""Upper bound on :math:`d_H(P, Y)^2` for every :math:`P` with :math:`p_i` in the box :math:`[\mathrm{lo}_i, \mathrm{hi}_i]`.
+def _ball_feed_forward(
+    centres: np.ndarray, r: Fraction, ff: FFLayer
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    r"""Boxes holding the image of each :math:`\ell^1` ball :math:`B_1(c, r)` under ``ff``.
 
-    It is :math:`d_H^2` with :math:`\lVert p_i - y \rVert^2` replaced by its maximum over the box,
-    :math:`\sum_c \max((\mathrm{lo}_{ic} - y_c)^2, (\mathrm{hi}_{ic} - y_c)^2)`. Exact; 0 iff every
-    box is the single point of a target and every target is such a point.
+    Over the ball, :math:`u \cdot x` ranges exactly over :math:`u \cdot c \pm r \max_j |u_j|`: a
+    constant activation pattern makes the layer an affine map :math:`M x + e` there, whose image
+    lies in :math:`M c + e \pm r \max_j |M_{rj}|`; otherwise ReLU is bounded monotonically.
+    """
+    zero = Fraction(0)
+    eta = Fraction(ff.eta)
+    out = []
+    for c in centres:
+        pre = [sum((u * x for u, x in zip(row, c)), zero) + bk for row, bk in zip(ff.U, ff.b)]
+        slack = [r * max((abs(u) for u in row), default=zero) for row in ff.U]
+        if all(p - s >= 0 or p + s <= 0 for p, s in zip(pre, slack)):  # affine on the ball
+            on = [k for k, (p, s) in enumerate(zip(pre, slack)) if p - s >= 0]
+            M = [
+                [
+                    eta * (i == j) + sum((ff.W[i, k] * ff.U[k, j] for k in on), zero)
+                    for j in range(len(c))
+                ]
+                for i in range(len(c))
+            ]
+            mid = [
+                sum((m * x for m, x in zip(row, c)), zero)
+                + sum((ff.W[i, k] * ff.b[k] for k in on), zero)
+                for i, row in enumerate(M)
+            ]
+            half = [r * max(abs(m) for m in row) for row in M]
+        else:
+            h_lo = [max(p - s, zero) for p, s in zip(pre, slack)]
+            h_hi = [max(p + s, zero) for p, s in zip(pre, slack)]
+            h_mid = [(a + b) / 2 for a, b in zip(h_lo, h_hi)]
+            h_half = [(b - a) / 2 for a, b in zip(h_lo, h_hi)]
+            mid = [
+                eta * x + sum((w * h for w, h in zip(ff.W[i], h_mid)), zero)
+                for i, x in enumerate(c)
+            ]
+            half = [
+                abs(eta) * r + sum((abs(w) * h for w, h in zip(ff.W[i], h_half)), zero)
+                for i in range(len(c))
+            ]
+        out.append((np.array(mid, dtype=object), np.array(half, dtype=object)))
+    lo = np.array([m - h for m, h in out], dtype=object).reshape(len(out), -1)
+    hi = np.array([m + h for m, h in out], dtype=object).reshape(len(out), -1)
+    return [(lo, hi)]
+
+
+def radius_absorbed(
+    later: Sequence, centres: list[np.ndarray], radius: Fraction, targets: list[np.ndarray]
+) -> bool:
+    r"""Whether ``later`` maps every point within :math:`\ell^1` distance ``radius`` of the collapse
+    output onto the targets: checked, not assumed.
+
+    For every sequence :math:`j`, the later layers act on the :math:`\ell^1` balls of radius
+    ``radius`` around the exact hardmax outputs ``centres[j]`` of the collapse (exact interval
+    arithmetic; the first layer sees the balls themselves, the others their bounding boxes,
+    :func:`~sxor.interp.certificate.propagate_boxes`). ``True`` proves that any collapse output
+    whose tokens deviate by at most ``radius`` (:math:`\ell^1`) from the hardmax ones is mapped
+    exactly onto :math:`Y_j` as a set; ``False`` means only "not proved".
 
     Parameters
     ----------
-    lo, hi
-        Corners of the boxes, ``[n, d]`` each (exact).
-    Y
-        Target tokens ``[m, d]`` (exact).
+    later
+        The blocks after the collapse layer.
+    centres
+        Per sequence, the exact hardmax output ``[n_j, d]`` of the collapse.
+    radius
+        The radius to check, a Fraction :math:`\ge 0`.
+    targets
+        Per sequence, the target tokens ``[m_j, d]``.
     """
-    far = [
-        [
-            sum((max((a - c) ** 2, (b - c) ** 2) for a, b, c in zip(lo[i], hi[i], y)), Fraction(0))
-            for y in Y
-        ]
-        for i in range(lo.shape[0])
-    ]
-    forward = max(min(row) for row in far)
-    backward = max(min(far[i][k] for i in range(lo.shape[0])) for k in range(Y.shape[0]))
-    return max(forward, backward)
+    radius = exact_scalar("radius", radius)
+    if radius < 0 or len(centres) != len(targets):
+        raise ValueError(
+            f"radius_absorbed needs radius >= 0 and one target per centre sequence, got radius "
+            f"{short(radius, 30)}, {len(centres)} centre and {len(targets)} target sequences"
+        )
+    if all(block.sa.is_identity for block in later):  # token-wise: one ball per distinct centre
+        centres = [np.array(sorted(set(map(tuple, c))), dtype=object) for c in centres]
+    later = list(later)
+    if not later:
+        boxes = [(c - radius, c + radius) for c in centres]
+    elif later[0].ff.is_identity:
+        boxes = propagate_boxes(later, [(c - radius, c + radius) for c in centres])
+    else:
+        first = [_ball_feed_forward(c, radius, later[0].ff)[0] for c in centres]
+        rest = [Block(identity_ff(later[0].sa.d), later[0].sa, later[0].phase), *later[1:]]
+        boxes = propagate_boxes(rest, first)
+    return all(box_hausdorff_squared(lo, hi, y) == 0 for (lo, hi), y in zip(boxes, targets))
 
 
 def _temperature_dependent(sa: SALayer) -> bool:
@@ -152,7 +233,7 @@ def propagate_boxes(
     ValueError
         for a temperature-dependent attention layer (its image of a box is not computed here).
     """
-    for block in blocks:
+    for block in progress(blocks, desc="certificate: layers", disable=len(blocks) < 10):
         ff = block.ff
         if not ff.is_identity:  # token-wise: one call on the stacked boxes of every sequence
             cuts = np.cumsum([0] + [lo.shape[0] for lo, _ in boxes])
@@ -262,8 +343,12 @@ def softmax_certificate(
           :math:`\max_i \lVert \mathrm{SA}_\tau(Z)_i - \mathrm{SA}_0(Z)_i \rVert_1` at the collapse;
         * ``bound``: :math:`\epsilon(\tau)` as a float; ``radius``: the collapse error the later
           layers absorb;
-        * ``certified``: ``deviation <= radius`` (then the theorem's argument applies); ``False``
-          likewise means "not certified", not that the theorem fails;
+        * ``certified``: ``deviation <= radius`` *and* the radius checked
+          (:func:`~sxor.interp.certificate.radius_absorbed`: the later layers map every point within
+          ``radius`` of the hardmax collapse output exactly onto the targets), so the theorem's
+          argument applies; a stored ``radius`` is never trusted. ``False`` likewise means "not
+          certified", not that the theorem fails; with no temperature-dependent layer it is
+          ``exact``;
         * ``hausdorff``: :math:`d_H` of the rational midpoint path, per sequence (floats);
         * ``box_width``: the largest :math:`\ell^1` width of an output box (exact). The true output
           lies in its box, so when ``box_width`` is small the midpoint ``hausdorff`` is the true
@@ -296,71 +381,6 @@ def softmax_certificate(
     return _certificate(T, X, Y, tau, fast=False)
 
 
-def exact_states(blocks: Sequence, states: list[np.ndarray]) -> list[np.ndarray]:
-    r"""The exact outputs of ``blocks`` on ``states``, in integer arithmetic over a common denominator.
-
-    The same values as applying each block's layers exactly (``FFLayer.__call__``,
-    ``SALayer.__call__`` at :math:`\tau = 0`), computed on the stacked tokens of all sequences
-    written as ``P / D`` (Python integers): an FF is two integer matrix products and one ReLU; an
-    attention layer must have :math:`A = 0` (then :math:`x \mapsto \rho x + \beta
-    \operatorname{mean}(X_j)`, the same at every temperature) or be the identity.
-
-    Parameters
-    ----------
-    blocks
-        The blocks to apply, in order (every SA the identity or with :math:`A = 0`).
-    states
-        The input sequences ``[n_j, d]`` (exact).
-
-    Raises
-    ------
-    ValueError
-        for an attention layer whose scores are not constant.
-    """
-    sizes = [s.shape[0] for s in states]
-    cuts = np.cumsum([0, *sizes])
-    P, D = integer_form(np.concatenate(states, axis=0).T)  # [d, K]: tokens as columns
-    for block in blocks:
-        ff, sa = block.ff, block.sa
-        if not ff.is_identity:
-            UB = np.concatenate([ff.U, ff.b.reshape(-1, 1)], axis=1)
-            UBi, Du = integer_form(UB)
-            Wi, Dw = integer_form(ff.W)
-            eta = Fraction(ff.eta)
-            ones = np.full((1, P.shape[1]), D, dtype=object)
-            pre = _int_matmul(UBi, np.concatenate([P, ones], axis=0))  # (U x + b) * Du * D
-            hidden = np.where(pre > 0, pre, 0).astype(object)
-            P = eta.numerator * Dw * Du * P + eta.denominator * _int_matmul(Wi, hidden)
-            D = eta.denominator * Dw * Du * D
-            P, D = _reduce(P, D)
-        if sa.is_identity:
-            continue
-        if not sa.scores_constant:
-            raise ValueError(
-                "exact_states handles attention layers with A = 0 (or the identity) only"
-            )
-        rho, beta = Fraction(sa.rho), Fraction(sa.beta)
-        L = math.lcm(*sizes)
-        parts = []
-        for a, b, n in zip(cuts[:-1], cuts[1:], sizes):
-            block_sum = P[:, a:b].sum(axis=1).reshape(-1, 1)
-            parts.append(
-                rho.numerator * beta.denominator * L * P[:, a:b]
-                + rho.denominator * beta.numerator * (L // n) * block_sum
-            )
-        P = np.concatenate(parts, axis=1)
-        D = rho.denominator * beta.denominator * L * D
-        P, D = _reduce(P, D)
-    out = np.empty(P.T.shape, dtype=object)
-    out.flat[:] = [Fraction(int(v), D) for v in P.T.flat]
-    return [out[a:b] for a, b in itertools.pairwise(cuts)]
-
-
-def _reduce(P: np.ndarray, D: int) -> tuple[np.ndarray, int]:
-    g = math.gcd(D, *(int(v) for v in P.flat))
-    return (P // g, D // g) if g > 1 else (P, D)
-
-
 def _certificate(
     T: InterpolatingTransformer, X: list, Y: list, tau: Fraction, *, fast: bool
 ) -> dict:
@@ -378,15 +398,16 @@ def _certificate(
     if at < len(T.blocks):
         sa = T.blocks[at].sa
         later = T.blocks[at + 1 :]
-        boxes = []
+        boxes, centres = [], []
         pre = (
             exact_states([Block(T.blocks[at].ff, identity_sa(T.d), "")], states)
             if fast
             else _apply_ff(T.blocks[at].ff, states)
         )
-        for s in pre:
+        for s in progress(pre, desc="certificate: collapse", disable=len(pre) < 2):
             if fast:
                 centre, radius, _ = softmax_attention_box(s, sa.A, sa.rho, sa.V, tau)
+                centres.append(centre)
                 lo, hi = centre - radius, centre + radius
                 for i in range(s.shape[0]):
                     deviation = max(deviation, sum(radius[i], Fraction(0)))
@@ -416,6 +437,7 @@ def _certificate(
                     )
             else:
                 hard = sa(s, 0)
+                centres.append(hard)
                 lo, hi = softmax_attention_enclosure(
                     s, sa.A, sa.rho, sa.V, tau, enclosure_bits(T.radius)
                 )
@@ -443,6 +465,11 @@ def _certificate(
         cast(Fraction, hausdorff_squared((lo + hi) / 2, y)) for (lo, hi), y in zip(boxes, Y)
     ]
     absorbed = T.radius
+    if at < len(T.blocks):  # the stored radius is checked, never trusted
+        r = Fraction(0) if absorbed is None else Fraction(absorbed)
+        certified = deviation <= r and radius_absorbed(T.blocks[at + 1 :], centres, r, Y)
+    else:  # nothing depends on the temperature: the exact outputs decide
+        certified = hausdorff_bound == 0
     return {
         "tau": tau,
         "hausdorff_bound": hausdorff_bound,
@@ -450,7 +477,7 @@ def _certificate(
         "deviation": deviation,
         "bound": float(T.error_bound(tau)),
         "radius": absorbed,
-        "certified": absorbed is None or deviation <= absorbed,
+        "certified": certified,
         "hausdorff": [
             float(mpmath.sqrt(mpmath.mpf(h.numerator) / h.denominator)) for h in midpoints
         ],

@@ -9,7 +9,8 @@ r"""Exact rational arithmetic for Part II: one home for conversion, dot products
 (and refuses NaN and infinity).
 
 Accepted entries: ``int`` (not ``bool``), numpy integers, :class:`~fractions.Fraction` (any
-:class:`numbers.Rational`), and strings that ``Fraction`` parses (``"1/3"``). Tokens are the
+:class:`numbers.Rational`), and strings that ``Fraction`` parses (``"1/3"``, ``"1e-3"``) of at most :data:`MAX_DIGITS`
+digits and an exponent within :math:`\pm` :data:`MAX_EXPONENT`. Tokens are the
 rows of an ``[n, d]`` array; a token as a hashable value is a tuple of Fractions (``Token``).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import TypeGuard
@@ -39,6 +41,92 @@ def is_exact(X: object) -> TypeGuard[np.ndarray]:
     return isinstance(X, np.ndarray) and X.dtype == object
 
 
+#: Most digits a rational string may hold (numerator, denominator and decimals together), and the
+#: largest ``|exponent|`` of a decimal string such as ``"1e-30"``: checked before ``Fraction`` reads
+#: the string, so that ``"1e1000000000"`` is refused at once instead of building
+#: :math:`10^{10^9}`.
+MAX_DIGITS = 1000
+MAX_EXPONENT = 1000
+
+_EXPONENT = re.compile(r"[eE]\s*([-+]?[0-9_]+)\s*$")
+
+
+def _clip(text: str, width: int = 40, *, quote: bool = True) -> str:
+    """``repr(text)`` (or ``text``) cut to about ``width`` characters: a message stays one line."""
+    shown = repr(text) if quote else text
+    if len(shown) <= width:
+        return shown
+    return f"{shown[: width - 5]}...{shown[-3:]} ({len(text)} characters)"
+
+
+def _check_decimal_size(name: str, value: str) -> None:
+    if len(value) > 2 * MAX_DIGITS + 50:
+        raise ValueError(
+            f"{name} contains a string of {len(value)} characters, {_clip(value)}: a rational "
+            f"has at most {MAX_DIGITS} digits (sxor.interp.exact.MAX_DIGITS)"
+        )
+    digits = sum(c.isdigit() for c in value)
+    if digits > MAX_DIGITS:
+        raise ValueError(
+            f"{name} contains the string {_clip(value)} with {digits} digits, above the limit "
+            f"sxor.interp.exact.MAX_DIGITS = {MAX_DIGITS}"
+        )
+    match = _EXPONENT.search(value)
+    if match and "/" not in value:
+        exponent = int(match.group(1).replace("_", "") or 0)
+        if abs(exponent) > MAX_EXPONENT:
+            raise ValueError(
+                f"{name} contains the string {_clip(value)} with exponent {exponent}, beyond "
+                f"+-{MAX_EXPONENT} (sxor.interp.exact.MAX_EXPONENT)"
+            )
+
+
+def approx(x: int | Fraction | float, digits: int = 6) -> str:
+    """A short decimal form of a rational of any size (``1e+400``, ``3.33333e-5``), never failing.
+
+    Unlike ``float(x)`` it neither overflows nor underflows, and unlike ``str(x)`` it stays short
+    for numerators of thousands of digits (messages and printed lines use it).
+
+    Parameters
+    ----------
+    x
+        An int, Fraction or float.
+    digits
+        Significant digits.
+    """
+    import mpmath
+
+    if isinstance(x, float):
+        return f"{x:.{digits}g}"
+    q = Fraction(x)
+    with mpmath.workprec(64):
+        return mpmath.nstr(mpmath.mpf(q.numerator) / q.denominator, digits)
+
+
+def short(x: int | Fraction, width: int = 60) -> str:
+    """``str(x)`` for a rational that prints in at most ``width`` characters, else ``approx(x)``
+    with the number of digits of its numerator and denominator (Python refuses to print an int of
+    more than 4300 digits, and such a line is unreadable anyway).
+
+    Parameters
+    ----------
+    x
+        An int or Fraction.
+    width
+        Longest exact form printed.
+    """
+    q = Fraction(x)
+    bits = q.numerator.bit_length() + q.denominator.bit_length()
+    if bits * 0.30103 <= width - 2:
+        text = str(q)
+        if len(text) <= width:
+            return text
+    num, den = (
+        int(b * 0.30103) + 1 for b in (q.numerator.bit_length(), q.denominator.bit_length())
+    )
+    return f"~{approx(q)} (an exact rational of about {num} digits over {den} digits)"
+
+
 def exact_scalar(name: str, value: object) -> Fraction:
     r"""``value`` as a Fraction.
 
@@ -59,18 +147,19 @@ def exact_scalar(name: str, value: object) -> Fraction:
     if isinstance(value, (numbers.Rational, np.integer)):
         return Fraction(int(value)) if isinstance(value, np.integer) else Fraction(value)
     if isinstance(value, str):
+        _check_decimal_size(name, value)
         try:
             return Fraction(value)
         except ValueError:
             raise ValueError(
-                f"{name} contains the string {value!r}, which is not a rational number"
+                f"{name} contains the string {_clip(value)}, which is not a rational number"
             ) from None
         except ZeroDivisionError:
             raise ValueError(
-                f"{name} contains the string {value!r}, a fraction with zero denominator"
+                f"{name} contains the string {_clip(value)}, a fraction with zero denominator"
             ) from None
     raise ValueError(
-        f"{name} contains {value!r} of type {type(value).__name__}; the exact path accepts only int "
+        f"{name} contains {_clip(repr(value), quote=False)} of type {type(value).__name__}; the exact path accepts only int "
         "and Fraction (a float would silently round: convert it with Fraction(...) or from_floats on purpose)"
     )
 
@@ -92,6 +181,8 @@ def as_exact(a: object, name: str = "array") -> np.ndarray:
         :func:`~sxor.interp.exact.from_floats`).
     """
     if isinstance(a, torch.Tensor):
+        if a.device.type == "meta":
+            raise ValueError(f"{name} is on the meta device (a shape without values)")
         if a.is_floating_point() or a.is_complex():
             raise ValueError(
                 f"{name} is a float tensor; the exact path accepts only int and Fraction"
@@ -249,27 +340,32 @@ def l1(x: Iterable) -> Fraction:
 def sqrt_upper(x: Fraction, bits: int = 64) -> Fraction:
     r"""A rational upper bound on :math:`\sqrt{x}` for a rational :math:`x \ge 0`.
 
-    Within :math:`2^{-\mathrm{bits}}` relative of the true value; exactly ``Fraction(0)`` for
-    :math:`x = 0`, exact for squares of dyadic rationals of fewer than ``bits`` fractional bits.
+    Within :math:`2^{-\mathrm{bits}}` *relative* of the true value for every :math:`x > 0`, however
+    small: the result is :math:`\lceil \sqrt{x\,4^k} \rceil / 2^k` with :math:`k \ge \mathrm{bits}`
+    chosen so that :math:`x\,4^k \ge 4^{\mathrm{bits}}` (so :math:`k = \mathrm{bits}` when
+    :math:`x \ge 1`). Exactly ``Fraction(0)`` for :math:`x = 0`, exact for squares of dyadic
+    rationals of at most ``bits`` fractional bits.
 
     Parameters
     ----------
     x
         A rational :math:`\ge 0`.
     bits
-        Relative accuracy, in bits.
+        Relative accuracy, in bits (an int :math:`\ge 1`).
     """
-    x = Fraction(x)
+    x = exact_scalar("x", x)
     if x < 0:
-        raise ValueError(f"sqrt_upper needs x >= 0, got {x}")
+        raise ValueError(f"sqrt_upper needs x >= 0, got {short(x)}")
+    if isinstance(bits, bool) or not isinstance(bits, int) or bits < 1:
+        raise ValueError(f"sqrt_upper needs bits an int >= 1, got {bits!r}")
     if x == 0:
         return Fraction(0)
-    scale = 4**bits
-    n = x * scale
+    k = bits + max(0, (x.denominator.bit_length() - x.numerator.bit_length() + 2) // 2)
+    n = x * 4**k
     r = math.isqrt(math.ceil(n))
     if r * r < n:
         r += 1
-    return Fraction(r, 2**bits)
+    return Fraction(r, 2**k)
 
 
 def fmt(token: Token) -> str:

@@ -39,6 +39,7 @@ import mpmath
 import numpy as np
 import torch
 
+from ..results import check_allocation
 from .exact import as_exact, is_exact
 from .exact import exact_scalar as _exact_scalar
 from .exact import fractions as _fractions
@@ -52,6 +53,23 @@ _T = TypeVar("_T")
 # --------------------------------------------------------------------------------------------
 # input handling
 # --------------------------------------------------------------------------------------------
+
+
+#: Largest tensor, in bytes, that the float path allocates (scores ``[..., n, n]``, Hausdorff
+#: differences ``[..., n, m, d]``); larger ones, and ones above the memory available on the device,
+#: are refused before allocating (:func:`sxor.results.check_allocation`).
+MAX_BYTES = 16 * 2**30
+
+
+def _check_size(what: str, shape: tuple[int, ...], like: torch.Tensor) -> None:
+    nbytes = math.prod(int(s) for s in shape) * like.element_size()
+    check_allocation(
+        f"{what} of shape {tuple(shape)}",
+        nbytes,
+        MAX_BYTES,
+        "sxor.interp.layers.MAX_BYTES",
+        like.device,
+    )
 
 
 def _check_tokens(name: str, shape: tuple[int, ...]) -> None:
@@ -87,6 +105,8 @@ def _float_scalar(name: str, value: object) -> float:
 
 def _float_tensor(name: str, a: object, like: torch.Tensor) -> torch.Tensor:
     if isinstance(a, torch.Tensor):
+        if a.device.type == "meta":
+            raise ValueError(f"{name} is on the meta device (a shape without values)")
         if a.is_complex() or a.dtype == torch.bool:
             raise ValueError(f"{name} must be real numbers, got dtype {a.dtype}")
         t = a.to(dtype=like.dtype, device=like.device)
@@ -110,6 +130,8 @@ def _float_tensor(name: str, a: object, like: torch.Tensor) -> torch.Tensor:
 def _float_tokens(name: str, X: object) -> tuple[torch.Tensor, bool]:
     """``X`` as a float tensor, and whether the caller passed numpy (so numpy goes back)."""
     if isinstance(X, torch.Tensor):
+        if X.device.type == "meta":
+            raise ValueError(f"{name} is on the meta device (a shape without values)")
         if not X.is_floating_point():
             raise ValueError(
                 f"{name} must be a floating-point tensor (or an object array of Fractions), got {X.dtype}"
@@ -235,6 +257,7 @@ def attention_scores(X: Array, A: Array) -> Array:
     X, numpy_in = _float_tokens("X", X)
     A = _float_tensor("A", A, X)
     _check_shape("A", tuple(A.shape), (X.shape[-1],) * 2, "[d, d]")
+    _check_size("the attention scores", (*X.shape[:-1], X.shape[-2]), X)
     S = (X @ A.T) @ X.transpose(-1, -2)
     return S.numpy() if numpy_in else S
 
@@ -431,6 +454,8 @@ def hausdorff_squared(P: Array, Q: Array) -> Fraction | np.ndarray | torch.Tenso
             out[idx] = max(value, backward[idx])
         return out
     Pf, Qf, numpy_in = _float_pair(P, Q)
+    batch = torch.broadcast_shapes(Pf.shape[:-2], Qf.shape[:-2])
+    _check_size("the differences", (*batch, Pf.shape[-2], *Qf.shape[-2:]), Pf)
     D2f = ((Pf.unsqueeze(-2) - Qf.unsqueeze(-3)) ** 2).sum(-1)
     outf = torch.maximum(D2f.amin(-1).amax(-1), D2f.amin(-2).amax(-1))
     return outf.numpy() if numpy_in else outf

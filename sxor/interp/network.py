@@ -29,7 +29,7 @@ import mpmath
 import numpy as np
 
 from .enclosures import softmax_attention_enclosure
-from .exact import Token, as_exact, exact_scalar, identity, is_exact, zeros
+from .exact import Token, as_exact, exact_scalar, identity, is_exact, short, zeros
 from .layers import feed_forward, self_attention
 
 ATTENTIONS = ("hardmax", "softmax")
@@ -252,6 +252,30 @@ def _apply_ff(layer: FFLayer, states: list[np.ndarray]) -> list[np.ndarray]:
     return [out[a:b] for a, b in itertools.pairwise(sizes)]
 
 
+def _gap_over_log_floor(gap: Fraction, ratio: Fraction) -> mpmath.mpf:
+    r"""A 53-bit lower bound of :math:`\mathrm{gap} / \log(\mathrm{ratio})` for ``ratio > 1``."""
+    libmp = mpmath.libmp
+    if gap <= 0:  # no temperature is guaranteed (a hand-built network): admit none
+        return mpmath.mpf(0)
+    excess = ratio - 1
+    if excess.numerator.bit_length() - excess.denominator.bit_length() < -40:
+        # log r <= r - 1, and the fixed-precision enclosure of log r could contain 0 here
+        q = gap / excess
+        return mpmath.mpf(libmp.from_rational(q.numerator, q.denominator, 53, libmp.round_floor))
+    iv = mpmath.iv
+    saved, iv.prec = iv.prec, 80  # enclose with 27 guard bits, then round the lower end to 53
+    try:
+        num = iv.mpf(gap.numerator) / iv.mpf(gap.denominator)
+        log = iv.log(iv.mpf(ratio.numerator) / iv.mpf(ratio.denominator))
+        low = (num / log)._mpi_[0]
+    finally:
+        iv.prec = saved
+    value = mpmath.mpf(libmp.mpf_pos(low, 53, libmp.round_floor))
+    if not (mpmath.isfinite(value) and value > 0):  # never: log r > 2^-42 is enclosed above 0
+        raise ValueError(f"tau_max could not be bounded (gap {gap}, spread/radius {ratio})")
+    return value
+
+
 @dataclass(frozen=True)
 class InterpolatingTransformer:
     r"""The network built by :func:`sxor.interp.construct.construct`; :math:`T(X)` maps tokens ``[n, d]`` to ``[n, d]``.
@@ -348,7 +372,12 @@ class InterpolatingTransformer:
 
         A lower bound of :math:`\Delta / \log(\mathrm{spread} / \mathrm{radius})`: it is computed in
         interval arithmetic (``mpmath.iv``, directed rounding) from the exact ``gap``, ``spread``
-        and ``radius``, and the lower end of the enclosure is returned. So every
+        and ``radius``, and the lower end of the enclosure is returned; when
+        :math:`r = \mathrm{spread}/\mathrm{radius}` is within :math:`2^{-40}` of 1 (where a
+        fixed-precision enclosure of :math:`\log r` would contain 0) it is the exact rational
+        :math:`\Delta / (r - 1) \le \Delta / \log r` rounded down (:math:`\log r \le r - 1`;
+        relative loss below :math:`2^{-40}`). Always finite and :math:`> 0` for a network with
+        :math:`\Delta > 0` and :math:`r > 1`. So every
         :math:`\tau < \tau_\mathrm{max}` it admits is below the proven threshold (rounding to
         nearest could exceed it by one unit in the last place). No conversion to float: it neither
         overflows nor underflows whatever the size of the coordinates.
@@ -361,19 +390,7 @@ class InterpolatingTransformer:
         ratio = self.spread / self.radius
         if ratio <= 1:
             return mpmath.inf
-        iv = mpmath.iv
-        saved, iv.prec = (
-            iv.prec,
-            80,
-        )  # enclose with 27 guard bits, then round the lower end down to 53
-        try:
-            gap = iv.mpf(self.gap.numerator) / iv.mpf(self.gap.denominator)
-            log = iv.log(iv.mpf(ratio.numerator) / iv.mpf(ratio.denominator))
-            low = (gap / log)._mpi_[0]
-        finally:
-            iv.prec = saved
-        with mpmath.workprec(53):
-            return mpmath.mpf(mpmath.libmp.mpf_pos(low, 53, mpmath.libmp.round_floor))
+        return _gap_over_log_floor(self.gap, ratio)
 
     def _tau_below_max(self, tau: Fraction) -> None:
         """Refuse a temperature at or above the (rounded-down) ``tau_max``: no guarantee holds there."""
@@ -384,7 +401,7 @@ class InterpolatingTransformer:
         bound = Fraction(man) * Fraction(2) ** exp
         if not tau < bound:
             raise ValueError(
-                f"tau = {tau} (~{float(tau):.6g}) is not below tau_max = {mpmath.nstr(top, 17)} (rounded down): "
+                f"tau = {short(tau, 30)} is not below tau_max = {mpmath.nstr(top, 17)} (rounded down): "
                 "above it the construction does not guarantee T(X_j) = Y_j; pass a smaller tau, or evaluate "
                 "at any tau with sxor.interp.softmax_certificate(T, X, Y, tau)"
             )
@@ -586,5 +603,5 @@ def check_temperature(tau) -> Fraction:
         raise ValueError(f"tau must be an int or Fraction > 0, got the string {tau!r}")
     tau = exact_scalar("tau", tau)
     if not tau > 0:
-        raise ValueError(f"softmax needs tau > 0, got tau={tau}")
+        raise ValueError(f"softmax needs tau > 0, got tau={short(tau, 30)}")
     return tau

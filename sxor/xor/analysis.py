@@ -109,7 +109,12 @@ def _rows(V: torch.Tensor, support: torch.Tensor) -> tuple[torch.Tensor, torch.T
     """``(v_a, v_b)``, each ``[..., m]``."""
     shape = torch.broadcast_shapes(V.shape[:-2], support.shape[:-1])
     V = V.expand(*shape, *V.shape[-2:])
-    idx = support.to(V.device).expand(*shape, 2).unsqueeze(-1).expand(*shape, 2, V.shape[-1])
+    idx = (
+        support.to(V.device, torch.int64)
+        .expand(*shape, 2)
+        .unsqueeze(-1)
+        .expand(*shape, 2, V.shape[-1])
+    )
     rows = V.gather(-2, idx)
     return rows[..., 0, :], rows[..., 1, :]
 
@@ -195,7 +200,7 @@ def sup_error_bound(
     other pairing gives ``2 (1 - g_b h_a)``. Below 1 the sign of ``f`` is right on every input.
     """
     heads = torch.stack(torch.broadcast_tensors(attention, attention_tilde), dim=-2)  # [..., 2, d]
-    idx = support.to(heads.device).unsqueeze(-2).expand(*heads.shape[:-1], 2)
+    idx = support.to(heads.device, torch.int64).unsqueeze(-2).expand(*heads.shape[:-1], 2)
     w = heads.gather(-1, idx)  # w[..., h, t]: weight of head h on target t
     mu = torch.maximum(w[..., 0, 0] * w[..., 1, 1], w[..., 0, 1] * w[..., 1, 0])
     return 2 * (1 - mu)

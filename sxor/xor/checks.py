@@ -27,7 +27,10 @@ import numbers
 import numpy as np
 import torch
 
-from ..results import available_devices  # noqa: F401 (re-exported)
+from ..results import (
+    available_devices,  # noqa: F401 (re-exported)
+    check_allocation,
+)
 from ..results import check_device as _check_device
 
 
@@ -41,6 +44,8 @@ class ArgumentTypeError(TypeError, ValueError):
 def check_int(name: str, value: object, minimum: int | None = 1, maximum: int | None = None) -> int:
     """Require an integer (``int``, NumPy or 0-d PyTorch integer; not bool, not float) in
     ``[minimum, maximum]`` and return it as an ``int``."""
+    if isinstance(value, torch.Tensor) and value.device.type == "meta":
+        raise ArgumentTypeError(f"{name} must be an integer, got a tensor on the meta device")
     if (
         isinstance(value, torch.Tensor)
         and value.dim() == 0
@@ -91,11 +96,20 @@ def check_real(
     return x
 
 
+#: Largest ``d``: positions are int64 indices (a larger ``d`` could not be indexed).
+MAX_D = 2**62
+
+
 def check_dims(d: object, m: object | None = None) -> None:
-    """Require integers ``d >= 2`` (sparse XOR needs two distinct positions) and ``m >= 1``."""
+    """Require integers ``2 <= d <= MAX_D`` (sparse XOR needs two distinct positions; positions
+    are int64 indices) and ``m >= 1``."""
     d = check_int("d", d, 1)
     if d < 2:
         raise ValueError(f"d must be an integer >= 2 (sparse XOR needs two positions), got d={d}")
+    if d > MAX_D:
+        raise ValueError(
+            f"d must be at most 2^62 (positions are int64 indices), got d of {len(str(d))} digits"
+        )
     if m is not None:
         check_int("m", m, 1)
 
@@ -158,6 +172,10 @@ def check_tensor(
     with ``finite``, no nan or inf."""
     if not isinstance(t, torch.Tensor):
         raise ArgumentTypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.device.type == "meta":
+        raise ValueError(
+            f"{name} is on the meta device (a shape without values): pass a tensor on cpu or cuda"
+        )
     if t.dim() < min_dim:
         raise ValueError(
             f"{name} must have at least {min_dim} dimension(s), got shape {tuple(t.shape)}"
@@ -208,6 +226,18 @@ def check_query(name: str, theta: object, m: int, like: torch.Tensor | None = No
     if like is not None:
         check_like(name, theta, "V", like)
     check_finite(name, theta)
+
+
+def check_query_batch(name: str, theta: torch.Tensor, V: torch.Tensor) -> None:
+    """Require the batch shape of a query ``theta [..., m]`` to broadcast against that of the
+    embeddings ``V [..., d, m]`` (checked before the product, so the message names both)."""
+    try:
+        torch.broadcast_shapes(tuple(V.shape[:-2]), tuple(theta.shape[:-1]))
+    except RuntimeError:
+        raise ValueError(
+            f"the batch shape {tuple(theta.shape[:-1])} of {name} [..., m] does not broadcast "
+            f"against the batch shape {tuple(V.shape[:-2])} of V [..., d, m]"
+        ) from None
 
 
 def check_weights(g: object, h: object, names: tuple[str, str] = ("g", "h")) -> int:
@@ -355,9 +385,16 @@ def check_device(name: str, device: object) -> torch.device | None:
         raise ArgumentTypeError(str(err)) from None
 
 
-def check_memory(what: str, shape: tuple[int, ...], dtype: torch.dtype) -> None:
-    """Refuse, before allocating, a tensor of ``shape`` and ``dtype`` above :data:`MAX_BYTES`;
-    the message names ``what`` (the arguments that set the size) and the estimate."""
+def check_memory(
+    what: str,
+    shape: tuple[int, ...],
+    dtype: torch.dtype,
+    device: torch.device | str | None = None,
+) -> None:
+    """Refuse, before allocating, a tensor of ``shape`` and ``dtype`` above :data:`MAX_BYTES` or
+    above the memory available on ``device`` (:func:`sxor.results.available_memory`; nothing is
+    allocated on the meta device); the message names ``what`` (the arguments that set the size)
+    and the estimate."""
     numel = math.prod(int(s) for s in shape)
     size = (
         numel
@@ -372,6 +409,8 @@ def check_memory(what: str, shape: tuple[int, ...], dtype: torch.dtype) -> None:
             f"above the limit sxor.xor.checks.MAX_BYTES = {MAX_BYTES / 2**30:.3g} GiB: "
             "choose smaller sizes (or raise the limit on purpose)"
         )
+    if device is None or torch.device(device).type != "meta":
+        check_allocation(f"{what}, a tensor of shape {tuple(shape)},", size, size, "", device)
 
 
 def check_signs(name: str, x: torch.Tensor) -> None:

@@ -69,7 +69,7 @@ def sphere_embeddings(
     check_dtype("dtype", dtype)
     check_generator(generator)
     device = check_device("device", device)
-    check_memory("sphere_embeddings(d, m, batch)", (*batch, d, m), dtype)
+    check_memory("sphere_embeddings(d, m, batch)", (*batch, d, m), dtype, device)
     z = torch.randn(*batch, d, m, generator=generator, dtype=dtype, device=device)
     return z / z.norm(dim=-1, keepdim=True)
 
@@ -106,7 +106,7 @@ def random_support(
     batch = check_batch(batch)
     check_generator(generator)
     device = check_device("device", device)
-    check_memory("random_support(d, batch)", (*batch, 2), torch.int64)
+    check_memory("random_support(d, batch)", (*batch, 2), torch.int64, device)
     first = torch.randint(0, d, (*batch,), generator=generator, device=device)
     # j* is uniform over the d - 1 positions other than i*.
     offset = torch.randint(1, d, (*batch,), generator=generator, device=device)
@@ -159,7 +159,7 @@ def sample_sparse_xor(
     check_dtype("dtype", dtype, integer=True)
     check_generator(generator)
     device = check_device("device", device)
-    check_memory("sample_sparse_xor(n, d)", (n, d), torch.int64)
+    check_memory("sample_sparse_xor(n, d)", (n, d), torch.int64, device)
     support = as_support(support, device)
     check_support(support, d)
     if support.shape != (2,):
@@ -198,7 +198,7 @@ def sparse_xor_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     check_support(support, x.shape[-1])
     batch = batch_shape(x.shape[:-2], support.shape[:-1])
     n, d = x.shape[-2:]
-    pair = x.expand(*batch, n, d).gather(-1, support.unsqueeze(-2).expand(*batch, n, 2))
+    pair = x.expand(*batch, n, d).gather(-1, support.long().unsqueeze(-2).expand(*batch, n, 2))
     return -pair[..., 0] * pair[..., 1]
 
 

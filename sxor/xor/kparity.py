@@ -58,7 +58,7 @@ def parity_labels(x: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     batch = torch.broadcast_shapes(x.shape[:-2], support.shape[:-1])
     n, d = x.shape[-2:]
     k = support.shape[-1]
-    picked = x.expand(*batch, n, d).gather(-1, support.unsqueeze(-2).expand(*batch, n, k))
+    picked = x.expand(*batch, n, d).gather(-1, support.long().unsqueeze(-2).expand(*batch, n, k))
     return -picked.prod(-1)
 
 
@@ -141,7 +141,7 @@ def parity_target_masses(weights: torch.Tensor, support: torch.Tensor) -> torch.
         Positions ``[..., k]``.
     """
     k = support.shape[-1]
-    idx = support.to(weights.device).unsqueeze(-2).expand(*weights.shape[:-1], k)
+    idx = support.to(weights.device, torch.int64).unsqueeze(-2).expand(*weights.shape[:-1], k)
     return weights.gather(-1, idx)
 
 

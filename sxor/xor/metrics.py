@@ -50,7 +50,7 @@ def target_masses(
     check_tensor("attention_tilde", attention_tilde, 1)
     check_support(as_support(support), attention.shape[-1])
     heads = torch.stack(torch.broadcast_tensors(attention, attention_tilde), dim=-2)  # [..., 2, d]
-    idx = support.to(heads.device).unsqueeze(-2).expand(*heads.shape[:-1], 2)
+    idx = support.to(heads.device, torch.int64).unsqueeze(-2).expand(*heads.shape[:-1], 2)
     return heads.gather(-1, idx)
 
 

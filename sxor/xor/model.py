@@ -24,6 +24,7 @@ from .checks import (
     check_finite,
     check_kind,
     check_query,
+    check_query_batch,
     check_tensor,
     check_weights,
 )
@@ -154,6 +155,7 @@ def scores(V: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
     """
     _, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
+    check_query_batch("theta", theta, V)
     return scores_unchecked(V, theta)
 
 
@@ -190,6 +192,7 @@ def attention(V: torch.Tensor, theta: torch.Tensor, kind: str = "softmax") -> to
     """
     _, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
+    check_query_batch("theta", theta, V)
     return attention_kind(kind).weights(scores_unchecked(V, theta))
 
 
@@ -224,6 +227,14 @@ def predict_from_weights(
     check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != d:
         raise ValueError(f"x has last dimension {x.shape[-1]} but the weights have d={d}")
+    try:
+        torch.broadcast_shapes(x.shape[:-2], gamma.shape[:-1], gamma_tilde.shape[:-1])
+    except RuntimeError:
+        raise ValueError(
+            f"the batch shape {tuple(x.shape[:-2])} of x [..., n, d] does not broadcast against "
+            f"the batch shapes {tuple(gamma.shape[:-1])} and {tuple(gamma_tilde.shape[:-1])} of "
+            "the weights [..., d]"
+        ) from None
     check_finite("x", x)
     x = x.to(gamma.dtype)
     return -(x @ gamma.unsqueeze(-1)).squeeze(-1) * (x @ gamma_tilde.unsqueeze(-1)).squeeze(-1)
@@ -265,6 +276,8 @@ def predict(
     d, m = check_embeddings(V)
     check_query("theta", theta, m, like=V)
     check_query("theta_tilde", theta_tilde, m, like=V)
+    check_query_batch("theta", theta, V)
+    check_query_batch("theta_tilde", theta_tilde, V)
     check_tensor("x", x, 2)
     check_dtype("x", x.dtype, integer=True)
     if x.shape[-1] != d:

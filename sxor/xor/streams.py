@@ -128,7 +128,10 @@ def stream_inputs(
     keys = _check_keys(keys, device)
     words = -(-d // 32)
     check_memory(
-        "stream_inputs(keys, start, count, d)", (len(keys), count, 32 * words, 8), torch.int64
+        "stream_inputs(keys, start, count, d)",
+        (len(keys), count, 32 * words, 8),
+        torch.int64,
+        keys.device,
     )
     byte = stream_bytes(keys, start, count, d)  # [S, count, 4W]
     signs = _byte_table(dtype, keys.device)[byte]  # [S, count, 4W, 8]
