@@ -42,8 +42,14 @@ if TYPE_CHECKING:
 
 #: Default output folder of a CI-size run (relative to the working directory).
 CI_OUT = Path("sxor-ci-results")
-#: Exit statuses: success, not certified, bad input, internal error.
-EXIT_OK, EXIT_NOT_CERTIFIED, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+#: The exit status of success (for ``certify``, exact interpolation proved).
+EXIT_OK = 0
+#: The exit status when ``certify`` ran but could not prove exact interpolation.
+EXIT_NOT_CERTIFIED = 1
+#: The exit status of bad input (a one-line refusal naming the file and the problem).
+EXIT_BAD_INPUT = 2
+#: The exit status of an internal error (one line with its type and message).
+EXIT_INTERNAL = 3
 #: Estimated cost (units of :func:`sxor.interp.datafile.certify_cost`) above which ``certify``
 #: reports each stage on stderr as it starts and ends.
 PROGRESS_COST = 10**6

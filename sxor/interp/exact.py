@@ -46,6 +46,7 @@ def is_exact(X: object) -> TypeGuard[np.ndarray]:
 #: the string, so that ``"1e1000000000"`` is refused at once instead of building
 #: :math:`10^{10^9}`.
 MAX_DIGITS = 1000
+#: The largest ``|exponent|`` of a decimal string (see :data:`MAX_DIGITS`).
 MAX_EXPONENT = 1000
 
 _EXPONENT = re.compile(r"[eE]\s*([-+]?[0-9_]+)\s*$")

@@ -32,7 +32,9 @@ from .kparity_population import kparity_grad_from_weights, kparity_population_gr
 from .model import _softmax_pullback
 from .sweeps import random_instances
 
+#: The step-size rules of :func:`kparity_descent_rule`.
 STEP_RULES = ("fixed", "normalised", "decaying", "relative")
+#: The initialisations of :func:`kparity_inits`.
 INIT_SCHEMES = ("star", "random")
 #: Names of :func:`classify_failures`, in the order they are tested.
 FAILURES = ("collision", "off_support", "frozen", "slow")
