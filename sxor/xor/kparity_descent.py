@@ -1,6 +1,6 @@
 r"""Population gradient descent of ``k`` heads at any ``d``, through the closed form.
 
-The gradient is :func:`sxor.xor.kparity_population.kparity_population_grad` (no enumeration), so
+The gradient is :func:`~sxor.xor.kparity_population.kparity_population_grad` (no enumeration), so
 a step costs :math:`O(kdm)` per instance. Three step-size rules (:data:`STEP_RULES`), with
 :math:`g_t` the gradient with respect to all ``k`` queries of one instance:
 
@@ -84,7 +84,7 @@ def kparity_instances(num: int, d: int, m: int, k: int, scheme: str, *, seed: in
     """``(V [num, d, m], thetas0 [num, k, m], support [num, k])``: ``V`` and ``theta0`` from
     :func:`sxor.xor.sweeps.random_instances`, the support (``k`` distinct positions) and the
     initial queries from one generator seeded with ``seed`` (for ``k = 3`` the instances of
-    :func:`sxor.experiments.beyond_two_bits.k3_instances`)."""
+    :func:`~sxor.experiments.beyond_two_bits.k3_instances`)."""
     check_int("k", k, 1)
     if k > d:
         raise ValueError(f"need k <= d distinct positions, got k={k}, d={d}")

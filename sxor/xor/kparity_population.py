@@ -43,7 +43,10 @@ def rademacher_cumulant(n: int) -> int:
     r"""The ``n``-th cumulant :math:`\kappa_n` of a Rademacher variable (exact integer).
 
     From the moments :math:`\mu_n = [n \text{ even}]` by
-    :math:`\kappa_n = \mu_n - \sum_{j=1}^{n-1}\binom{n-1}{j-1}\kappa_j\mu_{n-j}`.
+
+    .. math::
+
+       \kappa_n = \mu_n - \sum_{j=1}^{n-1}\binom{n-1}{j-1}\kappa_j\mu_{n-j}.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
