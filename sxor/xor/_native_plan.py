@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 #: The environment variable that forces a form.
 FORM_ENV = "SXOR_ONE_STEP_FORM"
@@ -76,12 +76,13 @@ def plan_key(d: int, m: int, itemsize: int, layout: str) -> str:
     return f"{8 * itemsize}bit {layout} 2^{int(math.log2(max(1, d * m * itemsize)))}B"
 
 
-def _time_forms(run: Callable[[bool], None]) -> dict:
+def _time_forms(run: Callable[[bool], object]) -> dict:
     """Smallest wall time of ``run(True)`` and ``run(False)``, alternated after one warm-up call
     of each, at least 3 calls each and until each has run :data:`PROBE_SECONDS`."""
     best = {"fused": math.inf, "three": math.inf}
     total = {"fused": 0.0, "three": 0.0}
-    run(True), run(False)
+    for warm_up in (True, False):
+        run(warm_up)
     for rep in range(50):
         for key in best:
             start = time.perf_counter()
@@ -96,7 +97,7 @@ def _time_forms(run: Callable[[bool], None]) -> dict:
 class _Plans:
     """Plans in this process, per plan file (module state, set without a global statement)."""
 
-    loaded: dict[str, dict] = {}
+    loaded: ClassVar[dict[str, dict]] = {}
 
 
 def plan_file(library_path: str | os.PathLike) -> Path:
@@ -144,7 +145,7 @@ def plan_form(
     key: str,
     instances: int,
     threads: int,
-    run: Callable[[bool], None],
+    run: Callable[[bool], object],
 ) -> Plan:
     """The form for a problem of kind ``key``: forced (:data:`FORM_ENV`), from the plan file of
     the library at ``library_path``, or measured now with ``run(fused)`` (the kernel on
