@@ -14,7 +14,7 @@ and the gradients follow without a second read (the derivation is in the source)
 then keeps five running sums per entry of ``V`` where a pullback of ``r, r~`` keeps two, so which
 form is faster depends on the machine and the size: it is measured on the first call at each kind
 of problem and kept in a plan file beside the compiled library (:func:`plan_form`, from
-:mod:`sxor.xor._native_plan`); ``SXOR_ONE_STEP_FORM=fused`` or ``three`` forces a form. The two
+``sxor/xor/_native_plan.py``); ``SXOR_ONE_STEP_FORM=fused`` or ``three`` forces a form. The two
 differ in rounding only (both are compared with the torch path in the tests).
 
 Threads (:func:`threads_for`): a call asks for ``torch.get_num_threads()`` threads, but runs on
@@ -294,7 +294,7 @@ def library_path() -> Path | None:
 
 
 def plan_form(d: int, m: int, itemsize: int, layout: str, threads: int, instances: int, run):
-    """The form of the kernel for this problem (:func:`sxor.xor._native_plan.plan_form`): forced
+    """The form of the kernel for this problem (``_native_plan.plan_form``): forced
     by ``SXOR_ONE_STEP_FORM``, read from the plan file of the loaded library, or measured now by
     ``run(fused)`` (the kernel on ``instances`` of the call's instances)."""
     key = _native_plan.plan_key(d, m, itemsize, layout)
