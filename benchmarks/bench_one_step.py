@@ -51,6 +51,7 @@ from sxor.xor import (  # noqa: E402  (after sys.path.insert)
     native,
     population,
 )
+from sxor.xor import _native_plan  # noqa: E402  (after sys.path.insert)
 from sxor.xor._native_plan import FORM_ENV  # noqa: E402  (after sys.path.insert)
 from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402  (after sys.path.insert)
 from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402  (after sys.path.insert)
@@ -320,8 +321,9 @@ def default_builds() -> list[str]:
     return ["native", "x86-64-v3"] if cpu_info().get("avx512f") else ["native"]
 
 
-def use_build(build: str) -> None:
-    """Load the kernel built for ``-march=build`` (``native``: the default build) in this process."""
+def use_build(build: str, fresh_plans: bool = False) -> None:
+    """Load the kernel built for ``-march=build`` (``native``: the default build) in this process;
+    with ``fresh_plans``, forget its plans (the plan file too), so that this run plans again."""
     if build == "native":
         os.environ.pop("SXOR_NATIVE_MARCH", None)
     else:
@@ -331,6 +333,9 @@ def use_build(build: str) -> None:
         raise SystemExit(
             f"the {build} build of the kernel is unavailable: {native.unavailable_reason()}"
         )
+    if fresh_plans:  # the build's forms are planned again, in this run, at its first call of a size
+        _native_plan.plan_file(native.library_path()).unlink(missing_ok=True)
+        _native_plan.forget()
 
 
 #: The busy-core setup of :func:`bench_busy`: one spinning Python process per CPU.
@@ -756,7 +761,7 @@ def main(argv: list[str] | None = None) -> int:
     builds = {}
     for build in (args.builds or default_builds()) if device.type == "cpu" else ["native"]:
         if device.type == "cpu":
-            use_build(build)
+            use_build(build, fresh_plans=True)
         limits = {}
         for threads in args.limit_threads:
             torch.set_num_threads(threads)
