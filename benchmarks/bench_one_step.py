@@ -47,11 +47,11 @@ sys.path.insert(0, str(ROOT))
 import sxor  # noqa: E402  (after sys.path.insert)
 from sxor.results import RESULTS_DIR, provenance  # noqa: E402  (after sys.path.insert)
 from sxor.xor import (  # noqa: E402  (after sys.path.insert)
+    _native_plan,
     analysis,
     native,
     population,
 )
-from sxor.xor import _native_plan  # noqa: E402  (after sys.path.insert)
 from sxor.xor._native_plan import FORM_ENV  # noqa: E402  (after sys.path.insert)
 from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402  (after sys.path.insert)
 from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402  (after sys.path.insert)
