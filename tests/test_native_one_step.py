@@ -1009,3 +1009,16 @@ def test_running_threads_reads_this_process():
         pytest.skip("no /proc")
     total, own = counts
     assert total >= own >= 1
+
+
+def test_no_plan_is_kept_from_instances_with_non_finite_scores(tmp_path, monkeypatch):
+    from sxor.xor import _native_plan as plan
+
+    monkeypatch.delenv("SXOR_ONE_STEP_FORM", raising=False)
+    plan.forget()
+    lib = tmp_path / "one_step-def.so"
+    assert plan.plan_form(lib, "k", 1, 1, lambda fused: 1).how == "measured"
+    assert not plan.plan_file(lib).exists()
+    assert plan.plan_form(lib, "k", 1, 1, lambda fused: 0).how == "measured"
+    assert plan.plan_form(lib, "k", 1, 1, lambda fused: pytest.fail("measured")).how == "cached"
+    plan.forget()

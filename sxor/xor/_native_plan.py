@@ -76,22 +76,23 @@ def plan_key(d: int, m: int, itemsize: int, layout: str) -> str:
     return f"{8 * itemsize}bit {layout} 2^{int(math.log2(max(1, d * m * itemsize)))}B"
 
 
-def _time_forms(run: Callable[[bool], object]) -> dict:
+def _time_forms(run: Callable[[bool], object]) -> tuple[dict, bool]:
     """Smallest wall time of ``run(True)`` and ``run(False)``, alternated after one warm-up call
-    of each, at least 3 calls each and until each has run :data:`PROBE_SECONDS`."""
+    of each, at least 3 calls each and until each has run :data:`PROBE_SECONDS`; and whether
+    every call returned a false value (the kernel's count of instances with non-finite scores:
+    a plan is not kept from instances that stop early)."""
     best = {"fused": math.inf, "three": math.inf}
     total = {"fused": 0.0, "three": 0.0}
-    for warm_up in (True, False):
-        run(warm_up)
+    clean = not any([run(True), run(False)])
     for rep in range(50):
         for key in best:
             start = time.perf_counter()
-            run(key == "fused")
+            clean &= not run(key == "fused")
             took = time.perf_counter() - start
             best[key], total[key] = min(best[key], took), total[key] + took
         if rep >= 2 and min(total.values()) >= PROBE_SECONDS:
             break
-    return best
+    return best, clean
 
 
 class _Plans:
@@ -149,7 +150,8 @@ def plan_form(
 ) -> Plan:
     """The form for a problem of kind ``key``: forced (:data:`FORM_ENV`), from the plan file of
     the library at ``library_path``, or measured now with ``run(fused)`` (the kernel on
-    ``instances`` instances of the call) and written to the plan file."""
+    ``instances`` instances of the call) and written to the plan file (not when a call of
+    ``run`` returned a true value: instances whose scores were not finite)."""
     form = forced_form()
     if form != "auto":
         return Plan(form == "fused", "forced", None, 0, 0)
@@ -163,7 +165,7 @@ def plan_form(
             entry["instances"],
             entry.get("threads", 0),
         )
-    seconds = _time_forms(run)
+    seconds, clean = _time_forms(run)
     fused = seconds["fused"] <= seconds["three"]
     entry = {
         "form": "fused" if fused else "three",
@@ -173,7 +175,8 @@ def plan_form(
         "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    _write(path, key, entry)
+    if clean:
+        _write(path, key, entry)
     return Plan(fused, "measured", seconds, instances, threads)
 
 
