@@ -1022,3 +1022,19 @@ def test_no_plan_is_kept_from_instances_with_non_finite_scores(tmp_path, monkeyp
     assert plan.plan_form(lib, "k", 1, 1, lambda fused: 0).how == "measured"
     assert plan.plan_form(lib, "k", 1, 1, lambda fused: pytest.fail("measured")).how == "cached"
     plan.forget()
+
+
+@pytest.mark.parametrize("dtype, fused", [(torch.float64, True), (torch.float32, False)])
+def test_the_size_rule_on_request(monkeypatch, dtype, fused):
+    """SXOR_ONE_STEP_FORM=size: two reads from 8 MiB per instance (d = 2^17, m = 8 is 8 MiB in
+    float64 and 4 MiB in float32), whatever the machine's timings."""
+    monkeypatch.setenv("SXOR_ONE_STEP_FORM", "size")
+    inst = random_instances(1, 2**17, 8, seed=3, dtype=dtype)
+    sxor.one_step(inst.V, inst.theta0, inst.support, 1e3)
+    reason = population.last_path().reason
+    assert ("two reads of V; form forced" if fused else "three reads of V; form forced") in reason
+    from sxor.xor import _native_plan as plan
+
+    run = lambda fused: pytest.fail("measured")  # noqa: E731 (a one-line stand-in)
+    assert plan.plan_form(None, "k", 1, 1, run, nbytes=8 << 20).fused
+    assert not plan.plan_form(None, "k", 1, 1, run, nbytes=(8 << 20) - 1).fused

@@ -11,7 +11,9 @@ the choice in a plan file next to the compiled library (so keyed like it: the ke
 the flags, the compiler and the CPU). Later calls, in this process or another, read the plan.
 
 A kind of problem (:func:`plan_key`): the dtype, the layout of ``V`` and the bytes of one
-instance rounded down to a power of two (not the threads: a result does not depend on them). ``SXOR_ONE_STEP_FORM=fused`` (two reads)
+instance rounded down to a power of two (not the threads: a result does not depend on them).
+``SXOR_ONE_STEP_FORM=size`` restores the fixed rule of earlier versions (two reads from 8 MiB per
+instance), which, like a forced form, makes results independent of the machine's timings. ``SXOR_ONE_STEP_FORM=fused`` (two reads)
 or ``three`` forces a form and skips the measurement; ``auto`` (the default) plans. The form
 changes the rounding of a result (never more than the tests' tolerances), so a plan makes results
 depend on the machine's timings; forcing a form makes them depend on the problem only.
@@ -31,7 +33,10 @@ from typing import ClassVar, NamedTuple
 #: The environment variable that forces a form.
 FORM_ENV = "SXOR_ONE_STEP_FORM"
 #: Its values: two reads of ``V``, three reads, or chosen by measurement (the default).
-FORMS = ("fused", "three", "auto")
+FORMS = ("fused", "three", "auto", "size")
+#: ``size``: the fixed rule the kernel followed before it planned (two reads from this many bytes
+#: of ``V`` per instance, three below), for results that depend on the problem only.
+SIZE_RULE_BYTES = 8 << 20
 #: Each form is timed until it has run this long in total (at least 3 timed calls, at most 50).
 PROBE_SECONDS = 0.005
 
@@ -62,7 +67,8 @@ class Plan(NamedTuple):
 
 
 def forced_form() -> str:
-    """``"fused"``, ``"three"`` or ``"auto"`` from :data:`FORM_ENV` (ValueError for another)."""
+    """``"fused"``, ``"three"``, ``"auto"`` or ``"size"`` from :data:`FORM_ENV` (ValueError for
+    another)."""
     value = os.environ.get(FORM_ENV, "auto").strip().lower() or "auto"
     if value not in FORMS:
         raise ValueError(f"{FORM_ENV}={value!r}: expected one of {', '.join(FORMS)}")
@@ -147,12 +153,16 @@ def plan_form(
     instances: int,
     threads: int,
     run: Callable[[bool], object],
+    nbytes: int = 0,
 ) -> Plan:
-    """The form for a problem of kind ``key``: forced (:data:`FORM_ENV`), from the plan file of
+    """The form for a problem of kind ``key`` (``nbytes`` of ``V`` per instance): forced
+    (:data:`FORM_ENV`; ``size``: by :data:`SIZE_RULE_BYTES`), from the plan file of
     the library at ``library_path``, or measured now with ``run(fused)`` (the kernel on
     ``instances`` instances of the call) and written to the plan file (not when a call of
     ``run`` returned a true value: instances whose scores were not finite)."""
     form = forced_form()
+    if form == "size":
+        return Plan(nbytes >= SIZE_RULE_BYTES, "forced", None, 0, 0)
     if form != "auto":
         return Plan(form == "fused", "forced", None, 0, 0)
     path = plan_file(library_path) if library_path else None

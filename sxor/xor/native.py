@@ -14,8 +14,10 @@ and the gradients follow without a second read (the derivation is in the source)
 then keeps five running sums per entry of ``V`` where a pullback of ``r, r~`` keeps two, so which
 form is faster depends on the machine and the size: it is measured on the first call at each kind
 of problem and kept in a plan file beside the compiled library (:func:`plan_form`, from
-``sxor/xor/_native_plan.py``); ``SXOR_ONE_STEP_FORM=fused`` or ``three`` forces a form. The two
-differ in rounding only (both are compared with the torch path in the tests).
+``sxor/xor/_native_plan.py``); ``SXOR_ONE_STEP_FORM=fused`` or ``three`` forces a form, and
+``size`` the fixed rule of earlier versions (two reads from 8 MiB per instance), for results that
+do not depend on the machine's timings. The two forms differ in rounding only (both are compared
+with the torch path in the tests).
 
 Threads (:func:`threads_for`): a call asks for ``torch.get_num_threads()`` threads, but runs on
 fewer when other processes keep cores busy (the runnable threads of other processes, read from
@@ -298,7 +300,9 @@ def plan_form(d: int, m: int, itemsize: int, layout: str, threads: int, instance
     by ``SXOR_ONE_STEP_FORM``, read from the plan file of the loaded library, or measured now by
     ``run(fused)`` (the kernel on ``instances`` of the call's instances)."""
     key = _native_plan.plan_key(d, m, itemsize, layout)
-    return _native_plan.plan_form(library_path(), key, instances, threads, run)
+    return _native_plan.plan_form(
+        library_path(), key, instances, threads, run, nbytes=d * m * itemsize
+    )
 
 
 def _running_threads() -> tuple[int, int] | None:
