@@ -33,6 +33,7 @@ import argparse
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -45,7 +46,13 @@ sys.path.insert(0, str(ROOT))
 
 import sxor  # noqa: E402  (after sys.path.insert)
 from sxor.results import RESULTS_DIR, provenance  # noqa: E402  (after sys.path.insert)
-from sxor.xor import analysis, population  # noqa: E402  (after sys.path.insert)
+from sxor.xor import (  # noqa: E402  (after sys.path.insert)
+    _native_plan,
+    analysis,
+    native,
+    population,
+)
+from sxor.xor._native_plan import FORM_ENV  # noqa: E402  (after sys.path.insert)
 from sxor.xor.population import grad_from_weights, loss_from_weights  # noqa: E402  (after sys.path.insert)
 from sxor.xor.reference import autograd_grad, monte_carlo_loss  # noqa: E402  (after sys.path.insert)
 from sxor.xor.sweeps import random_instances  # noqa: E402  (after sys.path.insert)
@@ -214,19 +221,21 @@ def bench_limit(
         ),
         "reference": lambda: reference_one_step(batch.V, batch.theta0, batch.support, eta),
     }
-    # The kernel's other form, forced (three reads where the size rule picks two, and the other
-    # way round), so that the rule's choice is measured in the same run.
-    from sxor.xor import native
-
-    fused = native.fused_first_pass(d, m, torch.finfo(dtype).bits // 8)
+    # The kernel's other form, forced (three reads where the plan picks two, and the other way
+    # round), so that the plan's choice is measured in the same run.
+    fns["one_step"]()  # the plan (measured now, or read) before the alternation
+    fused = "two reads of V" in population.last_path().reason
 
     def other_form():
-        saved = native.FUSED_MIN_BYTES
-        native.FUSED_MIN_BYTES = (1 << 62) if fused else 0
+        saved = os.environ.get(FORM_ENV)
+        os.environ[FORM_ENV] = "three" if fused else "fused"
         try:
             return sxor.one_step(batch.V, batch.theta0, batch.support, eta)
         finally:
-            native.FUSED_MIN_BYTES = saved
+            if saved is None:
+                del os.environ[FORM_ENV]
+            else:
+                os.environ[FORM_ENV] = saved
 
     if device.type == "cpu":
         fns["one_step_other_form"] = other_form
@@ -282,6 +291,116 @@ def bench_limit(
         "max_relative_difference_vs_reference": max_relative_difference(
             fns["one_step"](), fns["reference"]()
         ),
+    }
+
+
+def cpu_info() -> dict:
+    """The CPU's model name and feature flags (``/proc/cpuinfo``), and whether it has AVX2 and
+    AVX-512 (``avx512f``)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {"model": platform.processor() or platform.machine(), "flags": None}
+    first = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        first.setdefault(key.strip(), value.strip())
+    flags = first.get("flags", "")
+    return {
+        "model": first.get("model name", platform.machine()),
+        "flags": flags,
+        "avx2": "avx2" in flags.split(),
+        "avx512f": "avx512f" in flags.split(),
+        "cpus": native.cpu_count(),
+    }
+
+
+def default_builds() -> list[str]:
+    """The kernel builds to measure: ``native`` (``-march=native``), and on a CPU with AVX-512 also
+    ``x86-64-v3`` (AVX2, FMA, no AVX-512), the stand-in for an AVX2-only CPU."""
+    return ["native", "x86-64-v3"] if cpu_info().get("avx512f") else ["native"]
+
+
+def use_build(build: str, fresh_plans: bool = False) -> None:
+    """Load the kernel built for ``-march=build`` (``native``: the default build) in this process;
+    with ``fresh_plans``, forget its plans (the plan file too), so that this run plans again."""
+    if build == "native":
+        os.environ.pop("SXOR_NATIVE_MARCH", None)
+    else:
+        os.environ["SXOR_NATIVE_MARCH"] = build
+    native.reset()
+    if native.library() is None:
+        raise SystemExit(
+            f"the {build} build of the kernel is unavailable: {native.unavailable_reason()}"
+        )
+    if fresh_plans:  # the build's forms are planned again, in this run, at its first call of a size
+        _native_plan.plan_file(native.library_path()).unlink(missing_ok=True)
+        _native_plan.forget()
+
+
+#: The busy-core setup of :func:`bench_busy`: one spinning Python process per CPU.
+SPINNER = "while True: pass"
+
+
+def bench_busy(d: int, m: int, count: int, device: torch.device, dtype, repeats: int) -> dict:
+    """``sxor.one_step`` with every core already busy (one ``python -c 'while True: pass'`` per
+    CPU, started a second before): on one thread, on two, and on two with the load check off
+    (``SXOR_NATIVE_LOAD_CHECK=0``, the call then keeps both threads), alternated; median wall
+    times and the path of each."""
+    eta = analysis.grid_eta(d)
+    batch = random_instances(count, d, m, seed=0, dtype=dtype, device=device)
+    before = torch.get_num_threads()
+    paths = {}
+
+    def step(threads: int, check: bool, key: str):
+        def run():
+            torch.set_num_threads(threads)
+            saved = os.environ.get("SXOR_NATIVE_LOAD_CHECK")
+            os.environ["SXOR_NATIVE_LOAD_CHECK"] = "1" if check else "0"
+            try:
+                sxor.one_step(batch.V, batch.theta0, batch.support, eta)
+                paths[key] = population.last_path().reason
+            finally:
+                if saved is None:
+                    del os.environ["SXOR_NATIVE_LOAD_CHECK"]
+                else:
+                    os.environ["SXOR_NATIVE_LOAD_CHECK"] = saved
+
+        return run
+
+    fns = {
+        "one_thread": step(1, True, "one_thread"),
+        "two_threads": step(2, True, "two_threads"),
+        "two_threads_no_load_check": step(2, False, "two_threads_no_load_check"),
+    }
+    for fn in fns.values():  # the plans, before the spinners start
+        fn()
+    spinners = [
+        subprocess.Popen([sys.executable, "-c", SPINNER]) for _ in range(native.cpu_count())
+    ]
+    try:
+        time.sleep(1.0)
+        t = alternate(fns, device, repeats)
+        load = os.getloadavg()[0]
+    finally:
+        for proc in spinners:
+            proc.kill()
+        for proc in spinners:
+            proc.wait()
+        torch.set_num_threads(before)
+    one, two = t["one_thread"]["median"], t["two_threads"]["median"]
+    return {
+        "d": d,
+        "m": m,
+        "instances": count,
+        "busy_setup": f"{len(spinners)} processes `python -c '{SPINNER}'` (one per CPU)",
+        "load_average_1min_at_end": load,
+        "one_thread_seconds": one,
+        "two_threads_seconds": two,
+        "two_threads_no_load_check_seconds": t["two_threads_no_load_check"]["median"],
+        "two_over_one": two / one,
+        "paths": paths,
+        "times": {key: v["all"] for key, v in t.items()},
     }
 
 
@@ -534,6 +653,22 @@ def memory_targets(memory: list[dict], budget: float) -> dict:
     }
 
 
+def earlier_runs(out: Path) -> list[dict]:
+    """The runs already in the results file ``out`` (its own run first, then those it kept), each
+    reduced to its provenance, its limit rows per build and its targets, so that a run on another
+    CPU adds to the file instead of replacing it."""
+    try:
+        old = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return []
+    kept = {
+        "meta": old.get("meta"),
+        "builds": old.get("builds") or {"native": {"march": "native", "limit": old.get("limit")}},
+        "targets": old.get("targets"),
+    }
+    return [kept, *old.get("earlier_runs", [])]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -576,6 +711,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--limit-repeats", type=int, default=9, help="alternations in the limit comparison"
     )
+    parser.add_argument(
+        "--builds",
+        nargs="*",
+        default=None,
+        help="-march values of the kernel builds in the limit comparison (default: native, and "
+        "x86-64-v3 on a CPU with AVX-512)",
+    )
+    parser.add_argument(
+        "--busy-repeats",
+        type=int,
+        default=5,
+        help="alternations with every core busy (0: no busy-core comparison)",
+    )
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -609,26 +757,57 @@ def main(argv: list[str] | None = None) -> int:
                 f"(speed-up {rec['speedup_vs_mc']:.3g}x)"
             )
         print(line, flush=True)
-    limits = {}
     threads_before = torch.get_num_threads()
-    for threads in args.limit_threads:
-        torch.set_num_threads(threads)
-        rows = []
-        for d, m, count in LIMIT_CONFIGS[device.type]:
-            row = bench_limit(d, m, count, device, dtype, args.limit_repeats)
-            rows.append(row)
-            print(
-                f"threads={threads} d={d} m={m} B={count}: limit {row['limit_seconds'] * 1e3:.1f} ms, "
-                f"one_step {row['one_step_seconds'] * 1e3:.1f} ms ([B, m, d] stored) / "
-                f"{row['one_step_contiguous_dm_seconds'] * 1e3:.1f} ms ([B, d, m] contiguous), "
-                f"reference {row['reference_seconds'] * 1e3:.1f} ms: "
-                f"{row['fraction_of_limit']:.2f} of the limit, {row['ratio_vs_reference']:.2f}x the reference "
-                f"(CPU time: {row['cpu_fraction_of_limit']:.2f} of the limit, "
-                f"{row['cpu_ratio_vs_reference']:.2f}x the reference; path {row['path']})",
-                flush=True,
-            )
-        limits[str(threads)] = rows
-    torch.set_num_threads(threads_before)
+    builds = {}
+    for build in (args.builds or default_builds()) if device.type == "cpu" else ["native"]:
+        if device.type == "cpu":
+            use_build(build, fresh_plans=True)
+        limits = {}
+        for threads in args.limit_threads:
+            torch.set_num_threads(threads)
+            rows = []
+            for d, m, count in LIMIT_CONFIGS[device.type]:
+                row = bench_limit(d, m, count, device, dtype, args.limit_repeats)
+                rows.append(row)
+                print(
+                    f"{build} threads={threads} d={d} m={m} B={count}: "
+                    f"limit {row['limit_seconds'] * 1e3:.1f} ms, "
+                    f"one_step {row['one_step_seconds'] * 1e3:.1f} ms ([B, m, d] stored) / "
+                    f"{row['one_step_contiguous_dm_seconds'] * 1e3:.1f} ms ([B, d, m] contiguous), "
+                    f"other form {(row['one_step_other_form_seconds'] or 0) * 1e3:.1f} ms, "
+                    f"reference {row['reference_seconds'] * 1e3:.1f} ms: "
+                    f"{row['fraction_of_limit']:.2f} of the limit, "
+                    f"{row['ratio_vs_reference']:.2f}x the reference "
+                    f"(CPU time: {row['cpu_fraction_of_limit']:.2f} of the limit; "
+                    f"{row['path_reason']})",
+                    flush=True,
+                )
+            limits[str(threads)] = rows
+        torch.set_num_threads(threads_before)
+        busy = []
+        if device.type == "cpu" and args.busy_repeats > 0:
+            for d, m, count in LIMIT_CONFIGS[device.type]:
+                row = bench_busy(d, m, count, device, dtype, args.busy_repeats)
+                busy.append(row)
+                print(
+                    f"{build} busy cores, d={d} m={m} B={count}: one thread "
+                    f"{row['one_thread_seconds'] * 1e3:.1f} ms, two "
+                    f"{row['two_threads_seconds'] * 1e3:.1f} ms, two without the load check "
+                    f"{row['two_threads_no_load_check_seconds'] * 1e3:.1f} ms",
+                    flush=True,
+                )
+        builds[build] = {
+            "march": build,
+            "cflags": native._march(native.FLAGS) if device.type == "cpu" else None,
+            "library": native.library_path().name if native.library_path() else None,
+            "limit": limits,
+            "busy": busy,
+        }
+    if device.type == "cpu":
+        use_build("native")
+    limits = next(iter(builds.values()))["limit"]
+    every_row = [r for b in builds.values() for rows in b["limit"].values() for r in rows]
+    every_busy = [r for b in builds.values() for r in b["busy"]]
     memory = bench_memory(device, 16384, 40, 50, args.memory_budget, repeats=args.memory_repeats)
     memory_default = bench_memory(
         device, 16384, 40, 50, args.memory_budget, repeats=args.memory_repeats, allocator="default"
@@ -658,6 +837,25 @@ def main(argv: list[str] | None = None) -> int:
         "every_fraction_of_limit_at_least_0.6": all(
             r["fraction_of_limit"] >= 0.6 for rows in limits.values() for r in rows
         ),
+        # the same over every build (native and, on an AVX-512 CPU, x86-64-v3)
+        "every_build_fraction_of_limit_at_least_0.6": all(
+            r["fraction_of_limit"] >= 0.6 for r in every_row
+        ),
+        "smallest_fraction_of_limit_any_build": min(
+            (r["fraction_of_limit"] for r in every_row), default=None
+        ),
+        # the planned form against the other one, forced, in the same alternation
+        "chosen_form_within_5_percent_of_the_other": all(
+            r["one_step_other_form_seconds"] is None
+            or r["one_step_seconds"] <= 1.05 * r["one_step_other_form_seconds"]
+            for r in every_row
+        ),
+        # busy cores: two threads asked for no slower than one (median times, 5% allowed)
+        "busy_two_threads_not_slower_than_one": all(
+            r["two_threads_seconds"] <= 1.05 * r["one_thread_seconds"] for r in every_busy
+        )
+        if every_busy
+        else None,
         "every_ratio_vs_reference_at_least_2": all(
             r["ratio_vs_reference"] >= 2 for rows in limits.values() for r in rows
         ),
@@ -693,8 +891,8 @@ def main(argv: list[str] | None = None) -> int:
     meta["load_average_1min_at_start"] = load_start  # other processes competing for the CPU
     meta["load_average_1min_at_end"] = os.getloadavg()[0]
     meta["one_step_path"] = next((r["path_reason"] for rows in limits.values() for r in rows), None)
-    from sxor.xor import native
-
+    meta["cpu"] = cpu_info()
+    meta["builds"] = list(builds)
     meta["native_threads"] = native.thread_backend()
     meta["native_openmp_unavailable_reason"] = native.openmp_unavailable_reason()
     payload = {
@@ -705,10 +903,12 @@ def main(argv: list[str] | None = None) -> int:
         "epsilon": args.epsilon,
         "configs": configs,
         "limit": limits,
+        "builds": builds,
         "memory": memory,
         "memory_default_allocator": memory_default,
         "targets": targets,
     }
+    payload["earlier_runs"] = earlier_runs(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=1) + "\n")
     print(f"targets: {targets}\nwrote {out}")

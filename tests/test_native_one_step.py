@@ -67,10 +67,17 @@ SHAPES = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _all_threads(monkeypatch):
+    """Every test runs on the threads it asks for, however busy the machine (the fall back to
+    fewer threads under load has tests of its own, which switch the check on again)."""
+    monkeypatch.setenv("SXOR_NATIVE_LOAD_CHECK", "0")
+
+
 def force_fused(monkeypatch, fused: bool) -> None:
     """Make the kernel take the fused first pass (two reads of V) or the three-pass form at every
-    size, by moving the size from which it fuses."""
-    monkeypatch.setattr(native, "FUSED_MIN_BYTES", 0 if fused else 1 << 62)
+    size (SXOR_ONE_STEP_FORM)."""
+    monkeypatch.setenv("SXOR_ONE_STEP_FORM", "fused" if fused else "three")
 
 
 @pytest.fixture(params=["three reads", "two reads"])
@@ -100,7 +107,7 @@ def test_native_step_equals_the_torch_path(monkeypatch, d, m, count, dtype, layo
     reason = (
         population.last_path().reason
     )  # (d = 2: both positions are the support, redone in three)
-    assert ("two reads of V" in reason) if fused else reason.endswith("three reads of V")
+    assert ("two reads of V" in reason) if fused else "three reads of V; form forced" in reason
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending"])
@@ -149,7 +156,7 @@ def test_a_saturated_head_is_redone_in_three_passes_and_said(monkeypatch, layout
     population.one_step_and_limit(V, theta0, support, 1e12)
     reason = population.last_path().reason
     assert (
-        reason.endswith("of 4 instances in three (cancellation)")
+        "of 4 instances in three (cancellation); form forced" in reason
         and "two reads of V, 0 of" not in reason
     )
     assert torch.equal(fast.head, slow.head) and torch.equal(fast.head_tilde, slow.head_tilde)
@@ -170,7 +177,7 @@ def test_the_guard_holds_at_extreme_magnitudes_of_v(monkeypatch, dtype, size):
     three = population.one_step_and_limit(V, theta0, support, 1e12)
     force_fused(monkeypatch, True)
     fused = population.one_step_and_limit(V, theta0, support, 1e12)
-    assert population.last_path().reason.endswith("4 of 4 instances in three (cancellation)")
+    assert "4 of 4 instances in three (cancellation)" in population.last_path().reason
     for a, b in zip(fields(fused), fields(three)):
         assert torch.equal(a.nan_to_num(), b.nan_to_num()) and torch.equal(a.isnan(), b.isnan())
 
@@ -182,22 +189,11 @@ def test_typical_instances_keep_the_fused_pass(monkeypatch):
     for d, m in [(64, 4), (1024, 4), (5000, 16), (20000, 40)]:
         inst = random_instances(8, d, m, seed=d)
         population.one_step_and_limit(inst.V, inst.theta0, inst.support, analysis.grid_eta(d))
-        assert population.last_path().reason.endswith("two reads of V"), (
+        assert "two reads of V; form forced" in population.last_path().reason, (
             d,
             m,
             population.last_path(),
         )
-
-
-@pytest.mark.parametrize("dtype, fused", [(torch.float64, True), (torch.float32, False)])
-def test_the_form_follows_the_bytes_of_one_instance(dtype, fused):
-    """d m itemsize >= FUSED_MIN_BYTES (8 MiB) reads V twice: d = 2^17, m = 8 is 8 MiB in float64
-    and 4 MiB in float32."""
-    assert native.FUSED_MIN_BYTES == 8 << 20
-    inst = random_instances(1, 2**17, 8, seed=3, dtype=dtype)
-    sxor.one_step(inst.V, inst.theta0, inst.support, 1e3)
-    assert population.last_path().reason.endswith("two reads of V" if fused else "three reads of V")
-    assert native.fused_first_pass(2**17, 8, 8) and not native.fused_first_pass(2**17 - 1, 8, 8)
 
 
 @pytest.mark.parametrize("layout", ["md", "dm"])
@@ -624,7 +620,8 @@ def test_a_corrupt_or_foreign_cached_library_is_built_again(fresh_cache, content
     inst = random_instances(2, 32, 3, seed=0)
     sxor.one_step(inst.V, inst.theta0, inst.support, 10.0)
     assert population.last_path().path == "native"
-    assert [p.name for p in fresh_cache.iterdir()] == [target.name]
+    built = sorted(p.name for p in fresh_cache.iterdir())  # the library and its plans
+    assert built == sorted([target.name, target.name.replace(".so", ".plan.json")])
 
 
 def test_an_unwritable_cache_falls_back_with_the_reason(monkeypatch, tmp_path):
@@ -695,8 +692,10 @@ def test_two_processes_compiling_at_once(tmp_path):
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert [o.strip() for o, _ in outs] == ["native", "native"], outs
-    built = list((tmp_path / "sxor" / "native").iterdir())
-    assert len(built) == 1 and built[0].suffix == ".so"  # no temporary file left behind
+    built = {p.name for p in (tmp_path / "sxor" / "native").iterdir()}
+    libs = [name for name in built if name.endswith(".so")]
+    # the library and its plans, no temporary file left behind
+    assert len(libs) == 1 and built - set(libs) <= {libs[0].replace(".so", ".plan.json")}
 
 
 @pytest.mark.usefixtures("form")
@@ -818,6 +817,7 @@ def test_the_openmp_kernel_shares_torchs_runtime():
 
 
 def test_posix_threads_build_on_request_gives_the_same_results(monkeypatch, fresh_cache):
+    force_fused(monkeypatch, False)  # each build has its own plans: the same form in both
     inst = random_instances(6, 900, 7, seed=4)
     openmp, first = _two_thread_step(inst, 1e5)
     if native.openmp_unavailable_reason() is None:
@@ -859,3 +859,182 @@ def test_an_openmp_build_that_brings_a_second_runtime_is_replaced(monkeypatch, f
     assert "second OpenMP runtime (/usr/lib/libgomp.so.1)" in native.openmp_unavailable_reason()
     _, path = _two_thread_step(random_instances(3, 500, 4, seed=6), 1e4)
     assert path.path == "native" and "(POSIX)" in path.reason
+
+
+# --- The form chosen by measurement, and the threads under load ------------------------------------
+
+
+def test_an_unknown_form_is_refused_with_its_name(monkeypatch):
+    monkeypatch.setenv("SXOR_ONE_STEP_FORM", "twice")
+    inst = random_instances(2, 64, 4, seed=1)
+    with pytest.raises(ValueError, match="SXOR_ONE_STEP_FORM='twice': expected one of fused"):
+        sxor.one_step(inst.V, inst.theta0, inst.support, 1.0)
+
+
+def test_the_form_is_measured_once_then_read_from_the_plan_beside_the_library(
+    monkeypatch, fresh_cache
+):
+    """The first call of a kind measures both forms on its own instances and says so with the
+    times; the plan file lies beside the library, named after it; the next call (also after the
+    process forgets what it read) reads the plan; forcing skips it."""
+    monkeypatch.delenv("SXOR_ONE_STEP_FORM", raising=False)
+    inst = random_instances(3, 3000, 8, seed=2)
+    fast, slow = both_paths(
+        monkeypatch, lambda: sxor.one_step(inst.V, inst.theta0, inst.support, 5.0)
+    )
+    assert_same(fast, slow, torch.float64)
+    sxor.one_step(inst.V, inst.theta0, inst.support, 5.0)
+    reason = population.last_path().reason
+    assert "form measured (two reads " in reason and "plan cache)" in reason, reason
+    plan_path = native._native_plan.plan_file(native.library_path())
+    assert plan_path.parent == native.library_path().parent
+    assert plan_path.name == native.library_path().name.replace(".so", ".plan.json")
+    plans = __import__("json").loads(plan_path.read_text())
+    key = native._native_plan.plan_key(3000, 8, 8, "[m, d]")
+    assert plans[key]["form"] in ("fused", "three") and plans[key]["instances"] >= 1
+    chosen = "two reads of V" if plans[key]["form"] == "fused" else "three reads of V"
+    assert chosen in reason
+    native._native_plan.forget()
+    sxor.one_step(inst.V, inst.theta0, inst.support, 5.0)
+    assert "plan cache)" in population.last_path().reason
+    force_fused(monkeypatch, plans[key]["form"] != "fused")
+    sxor.one_step(inst.V, inst.theta0, inst.support, 5.0)
+    reason = population.last_path().reason
+    assert "form forced by SXOR_ONE_STEP_FORM" in reason and chosen not in reason
+
+
+def test_the_planner_runs_the_faster_form_and_keys_by_kind(tmp_path, monkeypatch):
+    """With a form that takes longer, the planner picks the other, writes it, reads it back; the
+    kinds differ by dtype, layout and the power of two of an instance's bytes (not by the
+    threads, so that the threads never change a result); a corrupt plan file is measured again."""
+    import time
+
+    from sxor.xor import _native_plan as plan
+
+    monkeypatch.delenv("SXOR_ONE_STEP_FORM", raising=False)
+    plan.forget()
+    lib = tmp_path / "one_step-abc.so"
+    calls = []
+
+    def run(fused):
+        calls.append(fused)
+        time.sleep(0.003 if fused else 0.0)
+
+    first = plan.plan_form(lib, "k", 2, 1, run)
+    assert not first.fused and first.how == "measured" and first.seconds["fused"] >= 0.003
+    assert calls.count(True) >= 3 and calls.count(False) >= 3
+    assert (
+        "two reads 3" in first.describe()
+        and "per call of 2 instances on 1 threads; measured now" in first.describe()
+    )
+    plan.forget()
+    again = plan.plan_form(lib, "k", 2, 1, lambda fused: pytest.fail("measured again"))
+    assert again == first._replace(how="cached")
+    keys = {
+        plan.plan_key(*args)
+        for args in [
+            (1024, 32, 8, "[m, d]"),
+            (1024, 32, 4, "[m, d]"),
+            (1024, 32, 8, "[d, m]"),
+            (2048, 32, 8, "[m, d]"),
+        ]
+    }
+    assert len(keys) == 4
+    assert plan.plan_key(1024, 32, 8, "[m, d]") == plan.plan_key(1500, 32, 8, "[m, d]")
+    plan.plan_file(lib).write_text("{not json")
+    plan.forget()
+    assert plan.plan_form(lib, "k", 2, 1, run).how == "measured"
+    monkeypatch.setenv("SXOR_ONE_STEP_FORM", "fused")
+    assert plan.plan_form(lib, "k", 2, 1, lambda fused: pytest.fail("measured")) == (
+        True,
+        "forced",
+        None,
+        0,
+        0,
+    )
+    plan.forget()
+
+
+def test_the_plan_cache_is_keyed_like_the_library(monkeypatch):
+    """A build for another -march (SXOR_NATIVE_MARCH) is another library, so another plan file."""
+    cc = native._compiler()
+    key = native.cache_key(cc)
+    monkeypatch.setenv("SXOR_NATIVE_MARCH", "x86-64-v3")
+    assert native.cache_key(cc) != key
+    assert "-march=x86-64-v3" in native._march(native.FLAGS)
+    monkeypatch.setenv("SXOR_NATIVE_MARCH", "native; rm")
+    with pytest.raises(RuntimeError, match="is not a -march value"):
+        native._march(native.FLAGS)
+
+
+def test_fewer_threads_when_other_processes_hold_the_cores(monkeypatch):
+    monkeypatch.setenv("SXOR_NATIVE_LOAD_CHECK", "1")
+    monkeypatch.setattr(native, "cpu_count", lambda: 2)
+    monkeypatch.setattr(native, "_running_threads", lambda: (5, 1))  # 4 others on 2 CPUs
+    assert native.threads_for(2) == (1, "1 of 2 threads: 4 runnable threads of other processes")
+    monkeypatch.setattr(native, "_running_threads", lambda: (2, 1))  # one other: one core idle
+    assert native.threads_for(2)[0] == 1
+    monkeypatch.setattr(
+        native, "_running_threads", lambda: (3, 2)
+    )  # our own threads only... 1 other
+    assert native.threads_for(2)[0] == 1
+    monkeypatch.setattr(native, "_running_threads", lambda: (2, 2))  # only our own threads
+    assert native.threads_for(2) == (2, None)
+    monkeypatch.setattr(native, "_running_threads", lambda: None)  # no /proc
+    assert native.threads_for(2) == (2, None)
+    monkeypatch.setattr(native, "_running_threads", lambda: (9, 1))
+    assert native.threads_for(1) == (1, None)
+    monkeypatch.setenv("SXOR_NATIVE_LOAD_CHECK", "0")
+    assert native.threads_for(2) == (2, None)
+
+
+def test_a_busy_machine_runs_the_call_on_fewer_threads_and_says_so(monkeypatch):
+    monkeypatch.setenv("SXOR_NATIVE_LOAD_CHECK", "1")
+    monkeypatch.setattr(native, "cpu_count", lambda: 2)
+    monkeypatch.setattr(native, "_running_threads", lambda: (4, 1))
+    inst = random_instances(4, 500, 6, seed=4)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        sxor.one_step(inst.V, inst.theta0, inst.support, 2.0)
+    finally:
+        torch.set_num_threads(before)
+    reason = population.last_path().reason
+    assert reason.startswith("C kernel, 1 threads") and "(1 of 2 threads: 3 runnable" in reason
+
+
+def test_running_threads_reads_this_process():
+    counts = native._running_threads()
+    if counts is None:
+        pytest.skip("no /proc")
+    total, own = counts
+    assert total >= own >= 1
+
+
+def test_no_plan_is_kept_from_instances_with_non_finite_scores(tmp_path, monkeypatch):
+    from sxor.xor import _native_plan as plan
+
+    monkeypatch.delenv("SXOR_ONE_STEP_FORM", raising=False)
+    plan.forget()
+    lib = tmp_path / "one_step-def.so"
+    assert plan.plan_form(lib, "k", 1, 1, lambda fused: 1).how == "measured"
+    assert not plan.plan_file(lib).exists()
+    assert plan.plan_form(lib, "k", 1, 1, lambda fused: 0).how == "measured"
+    assert plan.plan_form(lib, "k", 1, 1, lambda fused: pytest.fail("measured")).how == "cached"
+    plan.forget()
+
+
+@pytest.mark.parametrize("dtype, fused", [(torch.float64, True), (torch.float32, False)])
+def test_the_size_rule_on_request(monkeypatch, dtype, fused):
+    """SXOR_ONE_STEP_FORM=size: two reads from 8 MiB per instance (d = 2^17, m = 8 is 8 MiB in
+    float64 and 4 MiB in float32), whatever the machine's timings."""
+    monkeypatch.setenv("SXOR_ONE_STEP_FORM", "size")
+    inst = random_instances(1, 2**17, 8, seed=3, dtype=dtype)
+    sxor.one_step(inst.V, inst.theta0, inst.support, 1e3)
+    reason = population.last_path().reason
+    assert ("two reads of V; form forced" if fused else "three reads of V; form forced") in reason
+    from sxor.xor import _native_plan as plan
+
+    run = lambda fused: pytest.fail("measured")  # noqa: E731 (a one-line stand-in)
+    assert plan.plan_form(None, "k", 1, 1, run, nbytes=8 << 20).fused
+    assert not plan.plan_form(None, "k", 1, 1, run, nbytes=(8 << 20) - 1).fused

@@ -54,10 +54,29 @@
  * 1/256 of the bound on the terms it is combined from (on the sphere's keys with |s| <= 1 the
  * ratio stays near 4 to 20 for m >= 2, up to about 50 at d = 64, and near 200 for m = 1). */
 #define FUSED_MAX_CANCELLATION 256
+/* Rows of V per tile of the fused first pass's [m, d] pullback: 6 PULL_ROWS accumulators of one
+ * cache line each must stay in the vector registers (32 of a line with AVX-512: 4 rows; 16 of half
+ * a line with AVX2: one row). The result does not depend on it (see pull_rows). */
+#ifdef __AVX512F__
+#define VEC_BYTES 64 /* bytes of the vectors the pullback's accumulators are made of */
+#ifndef PULL_ROWS
+#define PULL_ROWS 4
+#endif
+#else
+#define VEC_BYTES 32
+#ifndef PULL_ROWS
+#define PULL_ROWS 1
+#endif
+#endif
+#define NV (64 / VEC_BYTES) /* vectors per cache line */
 
 /* exp(x) for x <= 0 (or NaN), branch-free so that loops over it vectorise: Cody-Waite reduction
  * x = k ln2 + r, |r| <= ln2 / 2, a degree-13 Taylor polynomial (truncation < 1e-17 relative), and
- * 2^k applied as two factors so that subnormal results round once. Within 2 ulp of exp. */
+ * 2^k applied as two factors so that subnormal results round once. Within 2 ulp of exp.
+ * No conversion between doubles and 64-bit integers (AVX2 has no vector instruction for it): k is
+ * read from the bits of t = x log2e + 1.5 * 2^52, whose low bits hold it, and halved with logical
+ * shifts only (k1 = trunc(k / 2), as C's division gives it; |k| < 2^51), so that AVX2 vectorises
+ * it too; the same integers, so the same result bit for bit as the conversion. */
 static inline double exp_nonpos(double x) {
     const double log2e = 1.4426950408889634, ln2_hi = 6.93147180369123816490e-01,
                  ln2_lo = 1.90821492927058770002e-10, shifter = 6755399441055744.0; /* 1.5 * 2^52 */
@@ -79,9 +98,12 @@ static inline double exp_nonpos(double x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    int64_t k = (int64_t)kd;
-    int64_t k1 = k / 2, k2 = k - k1; /* both >= -540: normal powers of two */
-    uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
+    uint64_t tb, sb;
+    memcpy(&tb, &t, sizeof tb);
+    memcpy(&sb, &shifter, sizeof sb);
+    uint64_t k = tb - sb, neg = k >> 63, bias = (uint64_t)1 << 52; /* k modulo 2^64 */
+    uint64_t k1 = ((k + neg + bias) >> 1) - (bias >> 1), k2 = k - k1; /* both >= -540 */
+    uint64_t b1 = (k1 + 1023) << 52, b2 = (k2 + 1023) << 52;
     double f1, f2;
     memcpy(&f1, &b1, sizeof f1);
     memcpy(&f2, &b2, sizeof f2);
@@ -217,61 +239,77 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
     }                                                                                                   \
 }                                                                                                       \
                                                                                                         \
-/* The [m, d] block pullback for four rows x_r = x + r * sm: P[k * m + r] += sum_i x_r[i] K[i] w_k[i]   \
- * (K only when scaled) with w = (1, E, E^2, F, F^2), and P[5 m + r] += sum_i (x_r[i] K[i])^2, in       \
- * vectors of one cache line (24 accumulators). */                                                      \
-typedef T line_##SUF __attribute__((vector_size(64)));                                                  \
-static inline line_##SUF load_##SUF(const T *p) {                                                       \
-    line_##SUF v;                                                                                       \
+/* The [m, d] block pullback for R rows x_r = x + r * sm (R = 1, 2 or 4, a constant where it is      \
+ * called): P[k * m + r] += sum_i x_r[i] K[i] w_k[i] (K only when scaled) with w = (1, E, E^2, F,      \
+ * F^2) (E2, F2: the squares, formed once per block), and P[5 m + r] += sum_i (x_r[i] K[i])^2, in      \
+ * vectors of one cache line: 6 R line accumulators, which stay in registers when they fit (R = 4      \
+ * with 32 vector registers of a line, AVX-512; R = 1 with 16 of half a line, AVX2; PULL_ROWS).       \
+ * Every accumulator sums its positions in the same order whatever R, so R changes no result. */      \
+typedef T vec_##SUF __attribute__((vector_size(VEC_BYTES)));                                           \
+static inline vec_##SUF load_##SUF(const T *p) {                                                        \
+    vec_##SUF v;                                                                                        \
     memcpy(&v, p, sizeof v);                                                                            \
     return v;                                                                                           \
 }                                                                                                       \
-static inline T hsum_##SUF(line_##SUF v) {                                                              \
+static inline T hsum_##SUF(const vec_##SUF v[NV]) { /* the line's elements in order */                  \
     T s = 0;                                                                                            \
-    for (int64_t l = 0; l < LINE(T); l++) s += v[l];                                                    \
+    for (int h = 0; h < NV; h++)                                                                        \
+        for (int64_t l = 0; l < VEC_BYTES / (int64_t)sizeof(T); l++) s += v[h][l];                     \
     return s;                                                                                           \
 }                                                                                                       \
-static inline void pull4_##SUF(int scaled, const T *restrict x, int64_t sm, int64_t n, const T *restrict E, \
-                               const T *restrict F, const T *restrict K, T *restrict P, int64_t m) {    \
-    const T *x0 = x, *x1 = x0 + sm, *x2 = x1 + sm, *x3 = x2 + sm;                                       \
-    line_##SUF acc[6][4];                                                                               \
+static inline __attribute__((always_inline)) void                                                       \
+pull_rows_##SUF(const int R, const int scaled, const T *restrict x, int64_t sm, int64_t n,              \
+                const T *restrict E, const T *restrict F, const T *restrict E2, const T *restrict F2,   \
+                const T *restrict K, T *restrict P, int64_t m) {                                        \
+    const int64_t VL = VEC_BYTES / (int64_t)sizeof(T);                                                  \
+    vec_##SUF acc[6][4][NV];                                                                            \
     memset(acc, 0, sizeof acc);                                                                         \
     int64_t full = n - n % LINE(T);                                                                     \
-    for (int64_t i = 0; i < full; i += LINE(T)) {                                                       \
-        line_##SUF v[4] = {load_##SUF(x0 + i), load_##SUF(x1 + i), load_##SUF(x2 + i), load_##SUF(x3 + i)}; \
-        if (scaled) {                                                                                   \
-            line_##SUF k = load_##SUF(K + i);                                                           \
-            for (int r = 0; r < 4; r++) v[r] *= k;                                                      \
+    for (int64_t i = 0; i < full; i += LINE(T))                                                         \
+        for (int h = 0; h < NV; h++) {                                                                  \
+            int64_t o = i + h * VL;                                                                     \
+            vec_##SUF v[4];                                                                             \
+            for (int r = 0; r < R; r++) v[r] = load_##SUF(x + r * sm + o);                              \
+            if (scaled) {                                                                               \
+                vec_##SUF k = load_##SUF(K + o);                                                        \
+                for (int r = 0; r < R; r++) v[r] *= k;                                                  \
+            }                                                                                           \
+            vec_##SUF g = load_##SUF(E + o), u = load_##SUF(F + o);                                     \
+            vec_##SUF g2 = load_##SUF(E2 + o), u2 = load_##SUF(F2 + o);                                 \
+            for (int r = 0; r < R; r++) {                                                               \
+                acc[0][r][h] += v[r];                                                                   \
+                acc[1][r][h] += v[r] * g;                                                               \
+                acc[2][r][h] += v[r] * g2;                                                              \
+                acc[3][r][h] += v[r] * u;                                                               \
+                acc[4][r][h] += v[r] * u2;                                                              \
+                acc[5][r][h] += v[r] * v[r];                                                            \
+            }                                                                                           \
         }                                                                                               \
-        line_##SUF g = load_##SUF(E + i), h = load_##SUF(F + i), g2 = g * g, h2 = h * h;                \
-        for (int r = 0; r < 4; r++) {                                                                   \
-            acc[0][r] += v[r];                                                                          \
-            acc[1][r] += v[r] * g;                                                                      \
-            acc[2][r] += v[r] * g2;                                                                     \
-            acc[3][r] += v[r] * h;                                                                      \
-            acc[4][r] += v[r] * h2;                                                                     \
-            acc[5][r] += v[r] * v[r];                                                                   \
-        }                                                                                               \
-    }                                                                                                   \
     T t[6][4] = {{0}};                                                                                  \
     for (int64_t i = full; i < n; i++) {                                                                \
         T g = E[i], h = F[i], w[5] = {1, g, g * g, h, h * h};                                           \
-        for (int r = 0; r < 4; r++) {                                                                   \
+        for (int r = 0; r < R; r++) {                                                                   \
             T v = scaled ? x[r * sm + i] * K[i] : x[r * sm + i];                                        \
             for (int k = 0; k < 5; k++) t[k][r] += v * w[k];                                            \
             t[5][r] += v * v;                                                                           \
         }                                                                                               \
     }                                                                                                   \
     for (int k = 0; k < 6; k++)                                                                         \
-        for (int r = 0; r < 4; r++) P[k * m + r] += hsum_##SUF(acc[k][r]) + t[k][r];                    \
+        for (int r = 0; r < R; r++) P[k * m + r] += hsum_##SUF(acc[k][r]) + t[k][r];                    \
+}                                                                                                       \
+static void pull_##SUF(int scaled, const T *restrict x, int64_t sm, int64_t n, const T *restrict E,     \
+                       const T *restrict F, const T *restrict E2, const T *restrict F2,                 \
+                       const T *restrict K, T *restrict P, int64_t m) {                                 \
+    if (scaled) pull_rows_##SUF(PULL_ROWS, 1, x, sm, n, E, F, E2, F2, K, P, m);                         \
+    else pull_rows_##SUF(PULL_ROWS, 0, x, sm, n, E, F, E2, F2, K, P, m);                                \
 }                                                                                                       \
                                                                                                         \
 /* Block pullback of the first pass: P[k * m + j] += sum_i X[i,j] K[i] w_k[i] with the five weight      \
  * rows w = (1, E, E^2, F, F^2) of a block of n positions (X and K, the scale or 0 for none, offset     \
  * to the block's first position; the squares are formed here, not stored). */                          \
 static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,    \
-                                  const T *restrict E, const T *restrict F, const T *restrict K,        \
-                                  T *restrict P) {                                                      \
+                                  const T *restrict E, const T *restrict F, const T *restrict E2,      \
+                                  const T *restrict F2, const T *restrict K, T *restrict P) {           \
     T *P0 = P, *P1 = P + m, *P2 = P + 2 * m, *P3 = P + 3 * m, *P4 = P + 4 * m, *P5 = P + 5 * m;         \
     if (sm == 1) { /* [d, m]: two rows at a time added into the six m-vectors */                        \
         int64_t i = 0;                                                                                  \
@@ -309,10 +347,11 @@ static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int
         }                                                                                               \
         return;                                                                                         \
     }                                                                                                   \
-    int64_t j = 0; /* [m, d]: dot products of four rows with the five weight rows, and squares */       \
-    for (; j + 4 <= m; j += 4)                                                                          \
-        if (K) pull4_##SUF(1, X + j * sm, sm, n, E, F, K, P + j, m);                                    \
-        else pull4_##SUF(0, X + j * sm, sm, n, E, F, K, P + j, m);                                      \
+    /* [m, d]: dot products of rows with the five weight rows, and squares: the first 4 (m / 4) rows    \
+     * in line accumulators, PULL_ROWS at a time, the rest one by one */                               \
+    int64_t j = 0;                                                                                      \
+    for (; j + PULL_ROWS <= m - m % 4; j += PULL_ROWS)                                                  \
+        pull_##SUF(K != 0, X + j * sm, sm, n, E, F, E2, F2, K, P + j, m);                               \
     for (; j < m; j++) {                                                                                \
         const T *x0 = X + j * sm;                                                                       \
         T a0 = 0, b0 = 0, c0 = 0, e0 = 0, f0 = 0, q0 = 0;                                               \
@@ -487,13 +526,13 @@ static int three_pass_12_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int
  * gradients follow in closed form, because g_i h_i = exp(N - M) / (Zg Zh) =: c is the same at          \
  * every position: then t = 2 g.h - 2 g h = 2 c (d - 1), <g, du_g> = <h, du_h> = gg hh + t g.h -        \
  * (g_a h_b + g_b h_a) =: L, and r = hh g^2 + c t - L g less g_a h_b at a and g_b h_a at b (r~ the      \
- * same with g and h exchanged). P: 6 m sums (the sixth of (X K)^2, for the error bound); blk: 2 CHUNK  \
+ * same with g and h exchanged). P: 6 m sums (the sixth of (X K)^2, for the error bound); blk: 4 CHUNK  \
  * of block workspace. Returns 1 when a score is not finite, 2 when the result would lose more than     \
  * FUSED_MAX_CANCELLATION to cancellation (see the end), else 0. */                                     \
 static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,   \
                             const T *theta0, int64_t a, int64_t b, T *restrict gr, T *restrict gt,      \
                             T *restrict P, T *restrict blk) {                                           \
-    T *S = blk, *Fb = blk + CHUNK;                                                                      \
+    T *S = blk, *Fb = blk + CHUNK, *E2 = blk + 2 * CHUNK, *F2 = blk + 3 * CHUNK;                        \
     memset(P, 0, (size_t)(6 * m) * sizeof(T));                                                          \
     double zg = 0, zh = 0, eg = 0, eh = 0, eg4 = 0, eh4 = 0; /* sums of E, F, E^2, F^2, E^4, F^4 */     \
     T M = -INFINITY, N = INFINITY, sa = 0, sb = 0;                                                      \
@@ -521,12 +560,12 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
         _Pragma("omp simd reduction(+:bzg,bzh,beg,beh,beg4,beh4)")                                      \
         for (int64_t i = 0; i < n; i++) { /* E overwrites the scores */                                 \
             T e = (T)exp_nonpos((double)(S[i] - M)), f = (T)exp_nonpos((double)(N - S[i]));             \
-            S[i] = e, Fb[i] = f;                                                                        \
+            S[i] = e, Fb[i] = f, E2[i] = e * e, F2[i] = f * f;                                          \
             double e2 = (double)e * e, f2 = (double)f * f;                                              \
             bzg += e, bzh += f, beg += e2, beh += f2, beg4 += e2 * e2, beh4 += f2 * f2;                 \
         }                                                                                               \
         zg += bzg, zh += bzh, eg += beg, eh += beh, eg4 += beg4, eh4 += beh4;                           \
-        block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, sc, P);                                          \
+        block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, E2, F2, sc, P);                                  \
     }                                                                                                   \
     T iz = (T)1 / (T)zg, jz = (T)1 / (T)zh;                                                             \
     T gg = (T)eg * iz * iz, hh = (T)eh * jz * jz;                                                       \
@@ -577,7 +616,7 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
 }                                                                                                       \
                                                                                                         \
 /* One instance: w holds 4 queries of length m, 2 gradients and the 6 m sums of the fused first         \
- * pass; blk, 4 CHUNK of block workspace (the scores of pass 3; the fused first pass uses 2). */        \
+ * pass; blk, 4 CHUNK of block workspace (the scores of pass 3; E, F and their squares in the first). */\
 static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,     \
                           const T *theta0, int64_t a, int64_t b, T eta, int limit, int stop_bad,        \
                           T *theta1, T *theta1t, T *loss, T *g1, T *h1, int64_t *head, int64_t *headt,  \

@@ -155,42 +155,57 @@ def _native_step(
     )
     head, headt, bad = (torch.empty(B, dtype=torch.int64) for _ in range(3))
     fn = lib.sxor_one_step_f64 if dtype == torch.float64 else lib.sxor_one_step_f32
-    fused = native.fused_first_pass(d, m, X.element_size())
-    nbad = fn(
-        B,
-        d,
-        m,
-        Xb.data_ptr(),
-        Xb.stride(0) if B > 1 else 0,
-        sd,
-        sm,
-        None if sc is None else sc.data_ptr(),
-        d,
-        th.data_ptr(),
-        m,
-        sup.data_ptr(),
-        2,
-        et.data_ptr(),
-        1,
-        int(limit),
-        int(check_rows),
-        int(fused),
-        torch.get_num_threads(),
-        theta1.data_ptr(),
-        theta1t.data_ptr(),
-        loss.data_ptr(),
-        g1.data_ptr(),
-        h1.data_ptr(),
-        head.data_ptr(),
-        headt.data_ptr(),
-        bad.data_ptr(),
+    # as the kernel caps them (MAX_THREADS), and fewer where other processes hold the cores
+    threads, fewer = native.threads_for(max(1, min(torch.get_num_threads(), B, 256)))
+
+    def call(count: int, fused: bool) -> int:
+        """The kernel on the first ``count`` instances, in one form."""
+        return fn(
+            count,
+            d,
+            m,
+            Xb.data_ptr(),
+            Xb.stride(0) if B > 1 else 0,
+            sd,
+            sm,
+            None if sc is None else sc.data_ptr(),
+            d,
+            th.data_ptr(),
+            m,
+            sup.data_ptr(),
+            2,
+            et.data_ptr(),
+            1,
+            int(limit),
+            int(check_rows),
+            int(fused),
+            threads,
+            theta1.data_ptr(),
+            theta1t.data_ptr(),
+            loss.data_ptr(),
+            g1.data_ptr(),
+            h1.data_ptr(),
+            head.data_ptr(),
+            headt.data_ptr(),
+            bad.data_ptr(),
+        )
+
+    # which form: forced, planned earlier, or measured now on as many instances as threads (the
+    # outputs it writes are written again below)
+    probe = max(1, min(B, threads))
+    layout = "[m, d]" if sd == 1 else "[d, m]"
+    plan = (
+        native.plan_form(d, m, X.element_size(), layout, threads, probe, lambda f: call(probe, f))
+        if B
+        else None
     )
+    fused = plan is not None and plan.fused
+    nbad = call(B, fused)
     if nbad < 0:
         raise MemoryError("the native one-step kernel could not allocate its workspace")
     if nbad > 0 and check_rows:
         _set_path("torch", "a score of the first pass was not finite (the torch path checks V)")
         return None
-    threads = max(1, min(torch.get_num_threads(), B, 256))  # as the kernel caps them (MAX_THREADS)
     # bad == 2: the instance's fused first pass would have cancelled badly, so the kernel redid it
     # in three reads of V (a head saturated on a support position); said, not hidden
     redone = int((bad == 2).sum()) if fused and B else 0
@@ -205,8 +220,9 @@ def _native_step(
     )
     _set_path(
         "native",
-        f"C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'}), "
-        f"{'[m, d]' if sd == 1 else '[d, m]'} layout, {dtype}, {form}",
+        f"C kernel, {threads} threads ({'OpenMP' if lib.sxor_openmp() else 'POSIX'})"
+        f"{f' ({fewer})' if fewer else ''}, {layout} layout, {dtype}, {form}"
+        f"{f'; {plan.describe()}' if plan else ''}",
     )
     if single:
         theta1, theta1t, loss, g1, h1, head, headt = (

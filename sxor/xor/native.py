@@ -4,20 +4,30 @@ The kernel (``_one_step.c`` beside this file, plain C) does one step for a whole
 call, parallel over instances on ``torch.get_num_threads()`` threads, in the layout ``V`` is stored
 in (``[..., m, d]`` contiguous along ``d``, as the sweeps draw it, or ``[..., d, m]``).
 
-It reads ``V`` twice or three times (:func:`fused_first_pass`). The torch path reads it three
+It reads ``V`` twice or three times. The torch path reads it three
 times: the scores ``s = V theta0``, the gradients ``V^T r``, the new scores. Because
 ``softmax(s)_i softmax(-s)_i = exp(min s - max s) / (Z_g Z_h)`` is the same at every position, the
 pullback ``r`` is ``hh g^2 + c t - L g`` with scalars ``hh, c, t, L`` known only at the end, plus
 the label terms at the support; so the first read can also collect ``V^T [1, E, E^2, F, F^2]``
 (``E = exp(s - max s)``, ``F = exp(min s - s)``, rescaled as the running maximum and minimum move)
 and the gradients follow without a second read (the derivation is in the source). The first read
-then keeps five running sums per entry of ``V`` where a pullback of ``r, r~`` keeps two, so it pays
-only when ``V`` comes from memory on every read: instances of at least :data:`FUSED_MIN_BYTES` take the fused first pass,
-smaller ones (which stay in the cache from one read to the next) the three-pass form. The two
-differ in rounding only (both are compared with the torch path in the tests).
+then keeps five running sums per entry of ``V`` where a pullback of ``r, r~`` keeps two, so which
+form is faster depends on the machine and the size: it is measured on the first call at each kind
+of problem and kept in a plan file beside the compiled library (:func:`plan_form`, from
+``sxor/xor/_native_plan.py``); ``SXOR_ONE_STEP_FORM=fused`` or ``three`` forces a form, and
+``size`` the fixed rule of earlier versions (two reads from 8 MiB per instance), for results that
+do not depend on the machine's timings. The two forms differ in rounding only (both are compared
+with the torch path in the tests).
+
+Threads (:func:`threads_for`): a call asks for ``torch.get_num_threads()`` threads, but runs on
+fewer when other processes keep cores busy (the runnable threads of other processes, read from
+``/proc/loadavg`` and this process's own, leave fewer idle cores): a thread of the kernel that
+waits for a core would hold up the whole call at its end. ``SXOR_NATIVE_LOAD_CHECK=0`` switches
+this off.
 
 It is compiled on first use with the system C compiler
-(``gcc -O3 -march=native -fopenmp``, never ``-ffast-math``; OpenMP's ``simd`` pragmas vectorise
+(``gcc -O3 -march=native -fopenmp``, or ``-march=$SXOR_NATIVE_MARCH``, e.g. ``x86-64-v3`` for an
+AVX2-only build on a machine with AVX-512, never ``-ffast-math``; OpenMP's ``simd`` pragmas vectorise
 the reductions) into a per-user cache keyed by the source, the flags, the compiler's version and
 the CPU's flags, so a different machine or compiler compiles its own copy; the library is written
 to a temporary name and renamed, so concurrent first uses never load a half-written file; a
@@ -57,6 +67,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import _native_plan
+
 SOURCE = Path(__file__).with_name("_one_step.c")
 #: Compiler flags, without ``-ffast-math`` so that IEEE semantics hold (``inf * 0 = nan`` flags a
 #: non-finite V, and a NaN propagates); the reductions are vectorised by ``omp simd reduction``
@@ -73,11 +85,6 @@ FLAGS = [
 ]
 #: The same without an OpenMP runtime (the kernel then starts POSIX threads).
 FLAGS_PTHREADS = [f if f != "-fopenmp" else "-fopenmp-simd" for f in FLAGS]
-
-#: Bytes of ``V`` per instance (``d * m * itemsize``) from which the kernel reads ``V`` twice
-#: instead of three times (:func:`fused_first_pass`). A fixed number, not the machine's cache size,
-#: so that which form runs, and so the rounding of a result, depends only on the problem.
-FUSED_MIN_BYTES = 8 << 20
 
 _state: dict = {}
 #: Values of ``SXOR_NATIVE`` that switch the kernel off.
@@ -124,6 +131,16 @@ def _cpu_flags() -> str:
     return "\n".join(sorted(set(keep)))
 
 
+def _march(flags: list[str]) -> list[str]:
+    """``flags`` with ``-march=native`` replaced by ``-march=$SXOR_NATIVE_MARCH`` when set."""
+    arch = os.environ.get("SXOR_NATIVE_MARCH", "").strip()
+    if not arch:
+        return flags
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*", arch):
+        raise RuntimeError(f"SXOR_NATIVE_MARCH={arch!r} is not a -march value")
+    return [f"-march={arch}" if f == "-march=native" else f for f in flags]
+
+
 def _want_openmp() -> bool:
     return os.environ.get("SXOR_NATIVE_OPENMP", "1").strip().lower() not in _OFF
 
@@ -138,7 +155,7 @@ def cache_key(cc: str, flags: list[str] | None = None) -> str:
     h = hashlib.sha256()
     for part in (
         SOURCE.read_bytes(),
-        " ".join(FLAGS if flags is None else flags).encode(),
+        " ".join(_march(FLAGS) if flags is None else flags).encode(),
         version.encode(),
         _cpu_flags().encode(),
         platform.machine().encode(),
@@ -161,7 +178,7 @@ def _compile() -> ctypes.CDLL:
     if _want_openmp():
         before = _openmp_runtimes()
         try:
-            lib = _compile_with(cc, FLAGS)
+            lib = _compile_with(cc, _march(FLAGS))
         except RuntimeError as err:
             _state["openmp_failed"] = str(err)
         else:
@@ -172,7 +189,7 @@ def _compile() -> ctypes.CDLL:
                 f"the OpenMP build loaded a second OpenMP runtime ({', '.join(sorted(added))}) "
                 "beside torch's, whose threads would compete with torch's"
             )
-    return _compile_with(cc, FLAGS_PTHREADS)
+    return _compile_with(cc, _march(FLAGS_PTHREADS))
 
 
 #: File names of OpenMP runtimes (GNU libgomp, renamed copies of it, LLVM libomp, Intel libiomp5).
@@ -193,6 +210,7 @@ def _openmp_runtimes() -> set[str]:
 def _compile_with(cc: str, flags: list[str]) -> ctypes.CDLL:
     suffix = "" if "-fopenmp" in flags else "-pthreads"
     target = _cache_dir() / f"one_step-{cache_key(cc, flags)}{suffix}.so"
+    _state["path"] = target
     if target.exists():
         try:
             return _load(str(target))
@@ -272,10 +290,62 @@ def _load(path: str) -> ctypes.CDLL:
     return lib
 
 
-def fused_first_pass(d: int, m: int, itemsize: int) -> bool:
-    """Whether the kernel fuses passes 1 and 2 (two reads of ``V``) for instances of ``d x m``
-    entries of ``itemsize`` bytes: when ``d * m * itemsize >= FUSED_MIN_BYTES``."""
-    return d * m * itemsize >= FUSED_MIN_BYTES
+def library_path() -> Path | None:
+    """The file of the loaded kernel (``None`` when none is loaded); its plans lie beside it."""
+    return _state.get("path") if _state.get("lib") is not None else None
+
+
+def plan_form(d: int, m: int, itemsize: int, layout: str, threads: int, instances: int, run):
+    """The form of the kernel for this problem (``_native_plan.plan_form``): forced
+    by ``SXOR_ONE_STEP_FORM``, read from the plan file of the loaded library, or measured now by
+    ``run(fused)`` (the kernel on ``instances`` of the call's instances)."""
+    key = _native_plan.plan_key(d, m, itemsize, layout)
+    return _native_plan.plan_form(
+        library_path(), key, instances, threads, run, nbytes=d * m * itemsize
+    )
+
+
+def _running_threads() -> tuple[int, int] | None:
+    """Runnable threads of the whole machine (``/proc/loadavg``) and of this process (state R in
+    ``/proc/self/task``), or ``None`` where these files are not readable."""
+    try:
+        with open("/proc/loadavg") as f:
+            total = int(f.read().split()[3].split("/")[0])
+        own = 0
+        for task in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{task}/stat") as f:
+                    own += f.read().rsplit(")", 1)[1].split()[0] == "R"
+            except OSError:
+                continue  # a thread that ended meanwhile
+    except (OSError, ValueError, IndexError):
+        return None
+    return total, max(own, 1)
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def threads_for(requested: int) -> tuple[int, str | None]:
+    """The threads a call runs on and, when fewer than ``requested``, why: no more than the idle
+    cores (the CPUs less the runnable threads of other processes), at least one. Off with
+    ``SXOR_NATIVE_LOAD_CHECK=0``."""
+    if requested <= 1 or os.environ.get("SXOR_NATIVE_LOAD_CHECK", "1").strip().lower() in _OFF:
+        return requested, None
+    counts = _running_threads()
+    if counts is None:
+        return requested, None
+    others = max(0, counts[0] - counts[1])
+    idle = cpu_count() - others
+    if idle >= requested:
+        return requested, None
+    n = max(1, idle)
+    return n, f"{n} of {requested} threads: {others} runnable threads of other processes"
 
 
 def library() -> ctypes.CDLL | None:
