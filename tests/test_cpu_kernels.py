@@ -16,13 +16,15 @@ def test_pin_sets_avx2_on_a_cpu_with_avx2(tmp_path):
     info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx avx2 avx512f\n")
     env: dict[str, str] = {}
     assert pin(env, info) == CAPABILITY and env["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert env["SXOR_NATIVE_MARCH"] == "x86-64-v3" and env["SXOR_ONE_STEP_FORM"] == "size"
 
 
 def test_pin_keeps_a_value_already_set_and_leaves_other_cpus_alone(tmp_path):
     info = tmp_path / "cpuinfo"
     info.write_text("flags\t\t: fpu sse2 avx\n")
     assert not cpu_has_avx2(info)
-    assert pin({}, info) is None
+    env: dict[str, str] = {}
+    assert pin(env, info) is None and env == {}
     assert pin({"ATEN_CPU_CAPABILITY": "default"}, info) == "default"
     assert not cpu_has_avx2(tmp_path / "missing")
 
