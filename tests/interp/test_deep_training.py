@@ -96,6 +96,7 @@ def test_bad_input_one_line_errors():
         (lambda: dt.forward(X[..., :1], theta), ValueError, "dimension"),
         (lambda: dt.train(X, Y, theta, -1), ValueError, "steps"),
         (lambda: dt.train(X, Y, theta, 1, lr=float("nan")), ValueError, "lr"),
+        (lambda: dt.train(X, Y, theta, 1, objective="l1"), ValueError, "objective"),
         (lambda: dt.dataset_tensors([X[0].numpy()], []), ValueError, "as many targets"),
         (lambda: dt.from_construction("T"), TypeError, "InterpolatingTransformer"),
     ]
