@@ -108,7 +108,7 @@ def run_depth(cfg: dict, device=None) -> list[dict]:
         for s in range(seeds):
             kw = {**common, "lr": lr, "steps": steps, "objective": objective}
             r = _one(sc["N"], sc["m"], sc["n"], seed=s, L=sc["L"], device=device, **kw)
-            records.append({"kind": "scan", **r})
+            records.append({"kind": "scan", **r, "lr": lr, "steps": steps, "objective": objective})
     return records
 
 
