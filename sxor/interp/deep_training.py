@@ -54,6 +54,7 @@ __all__ = [
     "from_construction",
     "init_network",
     "interpolation_error",
+    "layer_statistics",
     "loss",
     "num_blocks",
     "train",
@@ -276,6 +277,29 @@ def from_construction(T: InterpolatingTransformer, width: int | None = None) -> 
         for name in PARAMETER_NAMES:
             out[name].append(vals[name])
     return {name: torch.tensor(np.array(v), dtype=torch.float64) for name, v in out.items()}
+
+
+def layer_statistics(X: torch.Tensor, theta: dict[str, torch.Tensor], tol: float) -> dict:
+    """What each block does, for ``X [N, n, d]``: ``distinct [L][N]``, the number of distinct
+    token values per sequence after block ``l`` (token ``i`` is new when no earlier token of its
+    sequence lies within ``tol``, Euclidean), and ``entropy [L][N]``, the attention entropy of
+    block ``l`` in nats averaged over the queries of a sequence (``log n`` is uniform attention,
+    ``0`` a hard choice). ``tol >= 0`` finite; evaluated in float64 without gradients."""
+    X = _check_tokens("X", X, "[N, n, d]")
+    _check_theta(theta, X)
+    tol = _real("tol", tol)
+    trace: list = []
+    with torch.no_grad():
+        _forward(X.double(), {k: v.detach().double() for k, v in theta.items()}, trace)
+    n = X.shape[1]
+    earlier = torch.ones(n, n, dtype=torch.bool, device=X.device).tril(-1)
+    distinct, entropy = [], []
+    for Z, P in trace:
+        close = (torch.cdist(Z, Z) <= tol) & earlier
+        distinct.append((~close.any(-1)).sum(-1).tolist())
+        ent = -(P * torch.log(P.clamp_min(1e-300))).sum(-1).mean(-1)
+        entropy.append(ent.tolist())
+    return {"distinct": distinct, "entropy": entropy}
 
 
 def train(

@@ -3,6 +3,8 @@ an exact interpolant and stationary point, a teacher at itself, and bad input.""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -112,3 +114,19 @@ def test_bad_input_one_line_errors():
     inputs, targets = random_dataset(2, 3, 1, 2, seed=0)
     with pytest.raises(ValueError, match="softmax"):
         dt.from_construction(construct(inputs, targets, "hardmax"))
+
+
+def test_layer_statistics_of_the_construction():
+    inputs, targets, X, _ = _data(N=3, n=3, m=2)
+    T = construct(inputs, targets, "softmax")
+    theta = dt.from_construction(T)
+    stats = dt.layer_statistics(X, theta, 1e-6 * 4)
+    assert len(stats["distinct"]) == T.num_blocks
+    assert stats["distinct"][-1] == [2, 2, 2]  # two targets, every one hit
+    # identity attention layers (A = 0) attend uniformly: entropy log n
+    uniform = [k for k, b in enumerate(T.blocks) if b.sa.scores_constant]
+    assert uniform and all(
+        abs(v - math.log(3)) < 1e-12 for k in uniform for v in stats["entropy"][k]
+    )
+    with pytest.raises(ValueError, match="tol"):
+        dt.layer_statistics(X, theta, -1.0)
