@@ -149,8 +149,8 @@ def depth_table(records: list[dict], level: float = 0.95) -> list[dict]:
 
 
 def plot_depth(results: dict):
-    """Smallest interpolating depth against ``N`` (one panel per ``n``), one colour per ``m``;
-    a hollow marker at ``L_max + 1`` marks a censored cell (no depth tried reached half), the
+    """Smallest interpolating depth against ``N`` (one panel per ``n``), one colour per ``m``
+    (markers of different ``m`` set slightly apart in ``N``); a hollow marker at ``L_max + 1`` marks a censored cell (no depth tried reached half), the
     construction's block count dashed."""
     import matplotlib.pyplot as plt
 
@@ -168,7 +168,8 @@ def plot_depth(results: dict):
                 censored = t["L_half"] is None
                 y = t["L_max_tried"] + 1 if censored else t["L_half"]
                 face = "none" if censored else colour
-                ax.plot([t["N"]], [y], "o", mfc=face, color=colour, ms=8)
+                shift = 2 ** (0.08 * (m - 2))  # side by side, so that equal values stay visible
+                ax.plot([t["N"] * shift], [y], "o", mfc=face, color=colour, ms=8)
             ax.plot([], [], "o-", color=colour, label=f"m = {m}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)
