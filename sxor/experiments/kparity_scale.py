@@ -12,7 +12,7 @@ closed-form loss (:mod:`sxor.xor.kparity_population`), at any ``d``. Two parts:
 
 Every cell uses the instances ``0 .. seeds - 1`` of
 :func:`sxor.xor.kparity_descent.kparity_instances`. ``SXOR_KPARITY_SEEDS`` multiplies the number of
-instances (for a GPU). :func:`smallest_m`, :func:`slope_bootstrap` read the scan back.
+instances (for a GPU). :func:`smallest_m`, :func:`slope_uncertainty` read the scan back.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _scan(k, scheme, cfg, seeds, device, log) -> list[dict]:
 
 @register(
     "kparity-scale",
-    "k heads on k-sparse parity at d up to 2^14: step-size rules and the smallest m",
+    "k heads on k-sparse parity at d up to 2^12: step-size rules and the smallest m",
     plot=lambda r: plot_scale(r),  # noqa: PLW0108 (plot_scale is defined below)
 )
 def run_kparity_scale(size: str, device: torch.device) -> tuple[dict, list[dict]]:
@@ -126,30 +126,64 @@ def smallest_m(records: list[dict], k: int, scheme: str, d: int, outcomes=None) 
     return best
 
 
-def slope_bootstrap(
+def _fit(xs, ys) -> tuple[float, float]:
+    """Least-squares slope and its standard error (``nan`` with fewer than three points)."""
+    x, y = np.asarray(xs, float), np.asarray(ys, float)
+    coef = np.polyfit(x, y, 1)
+    dof = len(x) - 2
+    if dof < 1:
+        return float(coef[0]), math.nan
+    resid = y - np.polyval(coef, x)
+    return float(coef[0]), float(math.sqrt((resid @ resid) / dof / ((x - x.mean()) ** 2).sum()))
+
+
+def slope_uncertainty(
     records: list[dict], k: int, scheme: str, reps: int = 1000, seed: int = 0
-) -> tuple[float, float, float]:
-    """Least-squares slope of the smallest ``m`` against ``ln d``, and a 95% bootstrap interval:
-    each scanned cell's instances are resampled with replacement and the smallest ``m`` recomputed
-    by :func:`smallest_m` (a ``d`` without a passing ``m`` is left out)."""
-    ds = sorted({r["d"] for r in records if r["part"] == "scan" and r["k"] == k})
+) -> dict:
+    """The least-squares slope of the smallest ``m`` against ``ln d`` and three statements of its
+    uncertainty: ``se`` (the least-squares standard error), ``shift`` (the smallest and largest
+    slope when one ``d``'s smallest ``m`` moves by ``+-1``), and a bootstrap: the instances of one
+    ``d`` are resampled once, jointly for all its scanned ``m`` (they share their seeds), and the
+    smallest ``m`` is recomputed; a resample in which no scanned ``m`` passes counts as the largest
+    scanned ``m`` plus one (censored above). ``boot`` is the 95% percentile interval and
+    ``boot_at_point`` the fraction of resamples whose slope equals the point slope."""
+    cells: dict[int, list[int]] = {}
+    for i, r in enumerate(records):
+        if r["part"] == "scan" and r["k"] == k and r["scheme"] == scheme:
+            cells.setdefault(r["d"], []).append(i)
+    ds = sorted(cells)
+    xs = [math.log(d) for d in ds]
 
-    def fit(outcomes=None) -> float:
-        pts = [(math.log(d), smallest_m(records, k, scheme, d, outcomes)) for d in ds]
-        xs, ys = zip(*[(x, y) for x, y in pts if y is not None])
-        return float(np.polyfit(xs, ys, 1)[0])
+    def m_of(d, outcomes=None) -> int:
+        best = smallest_m(records, k, scheme, d, outcomes)
+        return best if best is not None else max(records[i]["m"] for i in cells[d]) + 1
 
+    ys = [m_of(d) for d in ds]
+    slope, se = _fit(xs, ys)
+    shifted = [
+        _fit(xs, [y + (j == i) * s for j, y in enumerate(ys)])[0]
+        for i in range(len(ys))
+        for s in (-1, 1)
+    ]
     rng = np.random.default_rng(seed)
-    idx = [i for i, r in enumerate(records) if r["part"] == "scan" and r["k"] == k]
     boots = []
     for _ in range(reps):
         outcomes = {}
-        for i in idx:
-            won = np.array(records[i]["first_success"]) >= 0
-            outcomes[i] = int(rng.choice(won, size=len(won)).sum())
-        boots.append(fit(outcomes))
+        for d in ds:
+            pick = rng.integers(records[cells[d][0]]["seeds"], size=records[cells[d][0]]["seeds"])
+            for i in cells[d]:
+                outcomes[i] = int((np.array(records[i]["first_success"])[pick] >= 0).sum())
+        boots.append(_fit(xs, [m_of(d, outcomes) for d in ds])[0])
     lo, hi = np.percentile(boots, [2.5, 97.5])
-    return fit(), float(lo), float(hi)
+    at_point = float(np.mean(np.isclose(boots, slope, rtol=0, atol=1e-12)))
+    return {
+        "slope": slope,
+        "se": se,
+        "dof": len(ds) - 2,
+        "shift": (min(shifted), max(shifted)),
+        "boot": (float(lo), float(hi)),
+        "boot_at_point": at_point,
+    }
 
 
 def plot_scale(results: dict):

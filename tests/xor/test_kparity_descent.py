@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from sxor.experiments.kparity_scale import slope_bootstrap, smallest_m
+from sxor.experiments.kparity_scale import slope_uncertainty, smallest_m
 from sxor.xor.kparity import parity_descent, parity_inits, parity_population_loss
 from sxor.xor.kparity_descent import (
     classify_failures,
@@ -120,8 +120,16 @@ def test_smallest_m_and_the_slope_read_the_scan():
         recs.append(_scan(3, d, m_star, [True] * 40))
         recs.append(_scan(3, d, m_star + 1, [True] * 40))
     assert [smallest_m(recs, 3, "star", d) for d in (16, 64, 256, 1024)] == [3, 4, 5, 6]
-    slope, lo, hi = slope_bootstrap(recs, 3, "star", reps=50)
-    assert abs(slope - 1 / math.log(4.0)) < 1e-9
-    assert lo <= slope <= hi
+    u = slope_uncertainty(recs, 3, "star", reps=50)
+    assert abs(u["slope"] - 1 / math.log(4.0)) < 1e-9
+    assert u["se"] < 1e-9 and u["dof"] == 2  # the four points lie on a line
+    assert u["shift"][0] < u["slope"] < u["shift"][1]
+    assert u["boot"][0] <= u["slope"] <= u["boot"][1]
+    assert 0 < u["boot_at_point"] <= 1
+    # a d whose only scanned m fails in a resample counts as censored above, not dropped
+    cens = [r for r in recs if r["d"] != 1024 or r["m"] == 6]
+    cens[-1] = _scan(3, 1024, 6, [True] * 36 + [False] * 4)
+    low = slope_uncertainty(cens, 3, "star", reps=200)
+    assert low["boot"][1] > low["slope"]  # resamples with m = 7 at d = 1024 raise the slope
     recs[1]["successes"] = 30  # m = 3 fails at d = 16 now, m = 4 passes
     assert smallest_m(recs, 3, "star", 16) == 4
