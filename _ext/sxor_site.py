@@ -15,6 +15,10 @@ explorers shown as their static view (no widget scripts from another host).
   prints; every HTML builder gets the ``html`` handlers it lacks.
 * :func:`alt_from_captions`: an image in a numbered figure gets its caption as alt text (myst-nb
   and the ``{figure}`` directive leave the file path otherwise).
+* :func:`cited_titles`: a result cited from a paper (``:nonumber:`` and ``:class: sxor-cited``)
+  is titled by the paper's own number ("Theorem 2 of Han and Ghoshdastidar: ..."), with no
+  number of the book's: its title loses the parentheses sphinx-proof puts around it, and
+  ``_static/sxor.css`` hides the bare "Theorem" that sphinx-proof writes before it.
 """
 
 from __future__ import annotations
@@ -109,6 +113,21 @@ def alt_from_captions(app, doctree, docname) -> None:
                 image["alt"] = text
 
 
+def cited_titles(app, doctree) -> None:
+    for node in doctree.findall(nodes.Element):
+        if "sxor-cited" not in node.get("classes", []) or not node.children:
+            continue
+        title = node.children[0]
+        if not isinstance(title, nodes.title) or not title.children:
+            continue
+        first, last = title.children[0], title.children[-1]
+        if isinstance(first, nodes.Text) and first.astext().startswith(" ("):
+            title.replace(first, nodes.Text(first.astext()[2:]))
+        last = title.children[-1]
+        if isinstance(last, nodes.Text) and last.astext().endswith(")"):
+            title.replace(last, nodes.Text(last.astext()[:-1]))
+
+
 def html_handlers_for_every_html_builder(app) -> None:
     builder = app.builder
     if builder.format != "html" or builder.name == "html":
@@ -125,4 +144,5 @@ def setup(app):
     app.connect("config-inited", one_search_box)
     app.connect("html-page-context", dedupe_scripts, priority=900)
     app.connect("doctree-resolved", alt_from_captions)
+    app.connect("doctree-read", cited_titles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -490,6 +490,18 @@ def check_offline(page: Path, site: Path, problems: list[str]) -> None:
 MIN_PHONE_SCALE = 0.45
 
 
+#: At 390 px a figure wider than its box is panned sideways (_static/sxor.js); at least this
+#: fraction of its width must be in view (two panels side by side lose the right one below it:
+#: stack them, or draw the figure narrower).
+MIN_PHONE_VISIBLE = 0.7
+#: What a 390 px phone may show, counted over the whole book (book/appendix/contributing.md,
+#: "What a page must satisfy"): display equations that scroll sideways (each with a fade at its
+#: edge, so that the reader sees there is more), none without that cue, inline formulas that
+#: scroll in their own box (a long one becomes display math), and no link in a table broken
+#: inside a word.
+PHONE_BUDGET = {"wide_equation": 8, "no_cue": 0, "inline_scroll": 8, "midword_link": 0}
+
+
 #: MyST syntax that must never reach a reader as text: a directive fence, a role, an option line.
 DIRECTIVE_TEXT = re.compile(
     r"(`{3,}|~{3,}|:{3,})\{[\w:-]+\}"  # ```{prf:proof}, :::{note}
@@ -557,6 +569,13 @@ const measure = (width) => {{
   }};
   const article = d.querySelector("article.bd-article") || d.body;
   const edge = article.getBoundingClientRect();
+  const phoneCounts = {{wide_equation: [], no_cue: [], inline_scroll: [], midword_link: []}};
+  const cue = (el) => /gradient/.test(getComputedStyle(el).backgroundImage);
+  // the width MathJax draws a formula (its hidden MathML copy for screen readers is not counted)
+  const drawn = (el) => {{
+    const m = el.querySelector("mjx-math");
+    return m ? m.getBoundingClientRect().width : el.scrollWidth;
+  }};
   // Inline formulas: one that sticks out of the text column is cut off (the column hides
   // overflow) unless it scrolls in its own box or in a scrolling ancestor.
   for (const el of article.querySelectorAll("mjx-container:not([display=true])")) {{
@@ -565,6 +584,26 @@ const measure = (width) => {{
     const over = Math.max(r.right - edge.right, edge.left - r.left);
     if (over > 2 && !scrolls(el))
       bad.push("inline math clipped by " + Math.round(over) + " px: " + (el.textContent || "").trim().slice(0, 40));
+    else if (width <= phone && drawn(el) > el.clientWidth + 2)
+      phoneCounts.inline_scroll.push("inline formula scrolls in its box (" + Math.round(drawn(el)) +
+                                     " px in " + el.clientWidth + "): " + (el.textContent || "").trim().slice(0, 40));
+  }}
+  // Links in tables break between words: a line break inside a word of a link's text
+  if (width <= phone) for (const a of article.querySelectorAll("td a.reference, th a.reference")) {{
+    const walker = d.createTreeWalker(a, NodeFilter.SHOW_TEXT);
+    const range = d.createRange();
+    let prev = null, top = null, hit = false;
+    for (let node = walker.nextNode(); node && !hit; node = walker.nextNode()) {{
+      for (let i = 0; i < node.data.length && !hit; i++) {{
+        range.setStart(node, i); range.setEnd(node, i + 1);
+        const r = range.getClientRects()[0];
+        if (!r) continue;
+        const ch = node.data[i];
+        if (top !== null && r.top > top + 2 && ch.trim() && prev && prev.trim()) hit = true;
+        top = r.top; prev = ch;
+      }}
+    }}
+    if (hit) phoneCounts.midword_link.push("link breaks mid-word: " + a.textContent.trim().slice(0, 40));
   }}
   for (const el of article.querySelectorAll("pre, mjx-container[display=true], figure img, table")) {{
     if (!el.getClientRects().length || !el.clientWidth) continue;  // collapsed (hidden input)
@@ -572,7 +611,18 @@ const measure = (width) => {{
       if (el.naturalWidth && el.clientWidth < el.naturalWidth * {min_scale} && width <= phone)
         bad.push("figure shown at " + Math.round(100 * el.clientWidth / el.naturalWidth) +
                  "% of its size, labels unreadable: " + figureName(el));
+      // a figure wider than its box is panned: at least {min_visible} of it must be in view
+      const box = el.closest("figure");
+      if (box && width <= phone && box.clientWidth < el.clientWidth * {min_visible})
+        bad.push("figure panned, " + Math.round(100 * box.clientWidth / el.clientWidth) +
+                 "% of its width in view: " + figureName(el));
       continue;
+    }}
+    if (width <= phone && el.tagName === "MJX-CONTAINER" && drawn(el) > el.clientWidth + 2) {{
+      const what = (el.textContent || "").trim().slice(0, 40);
+      phoneCounts.wide_equation.push("display equation scrolls sideways (" + Math.round(drawn(el)) +
+                                     " px in " + el.clientWidth + "): " + what);
+      if (!cue(el)) phoneCounts.no_cue.push("display equation scrolls with no cue at its edge: " + what);
     }}
     // On a phone a long code line, table or display equation may scroll inside its own box.
     if (width <= phone) continue;
@@ -581,7 +631,7 @@ const measure = (width) => {{
       bad.push(el.tagName.toLowerCase() + " clipped by " + (el.scrollWidth - box.clientWidth) +
                " px: " + (el.textContent || "").trim().slice(0, 50));
   }}
-  results[width] = bad;
+  results[width] = {{bad: bad, counted: phoneCounts}};
   if (Object.keys(results).length === widths.length)
     document.getElementById("out").textContent = "RESULT" + JSON.stringify(results) + "END";
 }};
@@ -659,6 +709,7 @@ def browser_check(
         return ["--browser: no chromium on the PATH"]
     problems = []
     clipped = dict.fromkeys(widths, 0)
+    phone: dict[str, list[str]] = {kind: [] for kind in PHONE_BUDGET}
     external: set[str] = set()
     with tempfile.TemporaryDirectory() as tmp:
         for page in pages:
@@ -670,6 +721,7 @@ def browser_check(
                     widths=json.dumps(list(widths)),
                     phone=PHONE_WIDTH,
                     min_scale=MIN_PHONE_SCALE,
+                    min_visible=MIN_PHONE_VISIBLE,
                 )
             )
             netlog = Path(tmp) / "net.json"
@@ -714,11 +766,27 @@ def browser_check(
             if match is None:
                 problems.append(f"{name}: could not be measured in Chromium")
                 continue
-            for width, items in json.loads(match.group(1)).items():
-                clipped[int(width)] += len(items)
-                problems += [f"{name} at {width} px: {item}" for item in items]
+            for width, found in json.loads(match.group(1)).items():
+                clipped[int(width)] += len(found["bad"])
+                problems += [f"{name} at {width} px: {item}" for item in found["bad"]]
+                for kind, items in found["counted"].items():
+                    phone[kind] += [f"{name}: {item}" for item in items]
+    for kind, items in phone.items():
+        if len(items) > PHONE_BUDGET[kind]:
+            problems.append(
+                f"at {PHONE_WIDTH} px: {len(items)} x {kind.replace('_', ' ')}, the budget is "
+                f"{PHONE_BUDGET[kind]} (book/appendix/contributing.md): "
+                + "; ".join(items[:3])
+                + (" ..." if len(items) > 3 else "")
+            )
     if counts is not None:
-        counts.update(clipped=clipped, external=len(external), pages=len(pages))
+        counts.update(
+            clipped=clipped,
+            external=len(external),
+            pages=len(pages),
+            phone={kind: len(items) for kind, items in phone.items()},
+        )
+        counts["phone_items"] = phone
     return problems
 
 
@@ -757,9 +825,13 @@ def main(site: Path, browser: bool | None = False) -> int:
         print(problem)
     if counts:
         per_width = ", ".join(f"{n} at {w} px" for w, n in counts["clipped"].items())
+        budgets = ", ".join(
+            f"{kind.replace('_', ' ')} {n}/{PHONE_BUDGET[kind]}"
+            for kind, n in counts["phone"].items()
+        )
         print(
             f"Chromium, {counts['pages']} pages: clipped or unreadable elements {per_width}; "
-            f"requests to other hosts: {counts['external']}"
+            f"requests to other hosts: {counts['external']}; at {PHONE_WIDTH} px (budget): {budgets}"
         )
     print(
         f"checked {len(pages)} HTML files{' (and in Chromium)' if browser else ''}: {len(problems)} problem(s)"
