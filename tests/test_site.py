@@ -626,3 +626,58 @@ def test_equation_width_estimate_accepts_a_backslash_before_a_newline_or_at_the_
     assert tex_width_em("a\\\nb") > tex_width_em("a")
     assert tex_width_em("a\\") >= tex_width_em("a")
     assert tex_width_em("\\frac{a}{\\") > 0
+
+
+# --- one number per theorem: results cited from a paper carry the paper's number only ----------
+
+CITED = re.compile(r"(Han and Ghoshdastidar|Alcalde, Fantuzzi and Zuazua)")
+PROOF_FENCE = re.compile(
+    r"```\{prf:(theorem|lemma|corollary|proposition)\}([^\n]*)\n((?::[\w-]+:[^\n]*\n)*)"
+)
+
+
+def book_sources() -> list[tuple[str, str]]:
+    found = [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("book/**/*.md"))]
+    for path in sorted(ROOT.glob("book/**/*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        found.append((str(path.relative_to(ROOT)), text))
+    return found
+
+
+def test_cited_results_carry_the_paper_number_and_no_number_of_the_book():
+    """A theorem box that states a paper's result has no book number (:nonumber:, class
+    sxor-cited) and a title that starts with the paper's own number ("Theorem 2 of ..."), so a
+    link's text ("Theorem 2 of the paper") never contradicts the box."""
+    cited = []
+    for name, text in book_sources():
+        for match in PROOF_FENCE.finditer(text):
+            kind, title, options = match.groups()
+            if not CITED.search(title):
+                continue
+            cited.append(title)
+            where = f"{name}: {kind} {title.strip()!r}"
+            assert ":nonumber:" in options and "sxor-cited" in options, where
+            assert re.match(r"\s*(The \w+ \w+|[A-Z][a-z]+ [\d.]+) of ", title), where
+    assert len(cited) >= 5, cited
+
+
+def test_cited_titles_lose_the_parentheses_of_sphinx_proof():
+    import importlib.util
+
+    from docutils import nodes
+
+    spec = importlib.util.spec_from_file_location("sxor_site", ROOT / "_ext" / "sxor_site.py")
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    box = nodes.container(classes=["proof", "theorem", "sxor-cited"])
+    box += nodes.title(
+        "", "", nodes.Text(" (Theorem 2 of "), nodes.emphasis("", "X"), nodes.Text(")")
+    )
+    plain = nodes.container(classes=["proof", "theorem"])
+    plain += nodes.title("", "", nodes.Text(" (Mine)"))
+    document = nodes.document(None, None)
+    document += [box, plain]
+    site.cited_titles(None, document)
+    assert box[0].astext() == "Theorem 2 of X"
+    assert plain[0].astext() == " (Mine)"

@@ -576,6 +576,9 @@ const measure = (width) => {{
     const m = el.querySelector("mjx-math");
     return m ? m.getBoundingClientRect().width : el.scrollWidth;
   }};
+  // TeX that MathJax could not typeset (shown in red on the page)
+  for (const el of article.querySelectorAll("mjx-merror"))
+    bad.push("TeX error: " + (el.getAttribute("data-mjx-error") || el.textContent || "").trim().slice(0, 60));
   // Inline formulas: one that sticks out of the text column is cut off (the column hides
   // overflow) unless it scrolls in its own box or in a scrolling ancestor.
   for (const el of article.querySelectorAll("mjx-container:not([display=true])")) {{

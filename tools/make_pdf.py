@@ -26,6 +26,7 @@ cut off (:func:`tools.check_site.browser_check`). After printing it checks the P
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import os
@@ -81,7 +82,7 @@ class Chromium:
             os.dup2(to_browser, 3)
             os.dup2(from_browser, 4)
 
-        self.proc = subprocess.Popen(  # noqa: PLW1509 (preexec_fn: the child is a single-threaded exec)
+        self.proc = subprocess.Popen(
             [
                 chromium,
                 "--headless",
@@ -101,7 +102,7 @@ class Chromium:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(3, 4),
-            preexec_fn=wire,
+            preexec_fn=wire,  # noqa: PLW1509 (no threads here: dup2 between fork and exec)
         )
         os.close(to_browser)
         os.close(from_browser)
@@ -198,10 +199,8 @@ class Chromium:
         path.write_bytes(base64.b64decode(result["data"]))
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the browser may already be gone
             self.send("Browser.close", session=False)
-        except RuntimeError:
-            pass
         try:
             self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
@@ -219,8 +218,8 @@ def contents_destinations(pdf: Path, count: int) -> list[tuple[int, float]]:
     found: list[tuple[int, float]] = []
     for page in reader.pages:
         links = []
-        for annot in page.get("/Annots") or []:
-            annot = annot.get_object()
+        for reference in page.get("/Annots") or []:
+            annot = reference.get_object()
             if annot.get("/Subtype") != "/Link":
                 continue
             dest = annot.get("/Dest")
@@ -273,7 +272,9 @@ def add_outline(pdf: Path, entries: list[dict], destinations: list[tuple[int, fl
             if above in parents:
                 parent = parents[above]
                 break
-        item = writer.add_outline_item(entry["title"], page, parent=parent, fit=Fit.xyz(top=top))
+        item = writer.add_outline_item(
+            title=entry["title"], page_number=page, parent=parent, fit=Fit.xyz(top=top)
+        )
         parents[entry["level"]] = item
         for lower in ("chapter", "section")[level:]:
             parents.pop(lower, None)
