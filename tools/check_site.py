@@ -28,7 +28,12 @@ Chromium at 1400 and 390 pixels, with every other host unreachable, and measures
 cannot tell: the page's scroll width, every ``pre``, display equation and figure wider than its
 box (at 1400 px; on a phone they may scroll in their own box), every inline formula cut off at
 the text column (both widths), every figure shrunk below :data:`MIN_PHONE_SCALE` of its size at
-390 px, and every request to another host (from Chromium's net log). ``--browser-if-available``
+390 px, and every request to another host (from Chromium's net log). At 390 px it also counts,
+over the whole book, what a phone reader meets against :data:`PHONE_BUDGET` (display equations
+that scroll sideways and whether each shows a shadow at its edge, inline formulas wider than the
+column, links in tables broken inside a word), every figure panned with less than
+:data:`MIN_PHONE_VISIBLE` of its width in view, and TeX that MathJax could not typeset.
+``--browser-if-available``
 (what ``make test`` passes) runs it when Chromium is installed and prints a notice otherwise.
 """
 
