@@ -244,16 +244,19 @@ def contents_destinations(pdf: Path, count: int) -> list[tuple[int, float]]:
     return found
 
 
-def blank_pages(pdf: Path) -> set[int]:
-    """Numbers (from 1) of the pages of ``pdf`` that show nothing but their page number."""
+def blank_pages(pdf: Path, candidates: set[int]) -> set[int]:
+    """The pages among ``candidates`` (numbers from 1) of ``pdf`` that show nothing but their
+    page number."""
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(pdf.read_bytes()))
     total = len(reader.pages)
     return {
         number
-        for number, page in enumerate(reader.pages, start=1)
-        if (page.extract_text() or "").split() in ([], [str(number), "/", str(total)])
+        for number in sorted(candidates)
+        if 1 <= number <= total
+        and (reader.pages[number - 1].extract_text() or "").split()
+        in ([], [str(number), "/", str(total)])
     }
 
 
@@ -340,7 +343,11 @@ def print_handout(page: Path, out: Path, chromium: str, api: bool = False) -> li
     """Print ``page`` to ``out`` (two passes, see the module's docstring); return problems."""
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
-    options = json.dumps({"api": api, "author": "The sxor lecture-notes team"})
+    # the printed page's height in CSS pixels of the layout (what fits on one page)
+    height = (PAPER[1] - MARGINS["marginTop"] - MARGINS["marginBottom"]) * 96 / SCALE
+    options = json.dumps(
+        {"api": api, "author": "The sxor lecture-notes team", "pageHeight": round(height)}
+    )
     with tempfile.TemporaryDirectory() as tmp:
         browser = Chromium(chromium, f"{tmp}/profile")
         try:
@@ -359,7 +366,7 @@ def print_handout(page: Path, out: Path, chromium: str, api: bool = False) -> li
                         f"{len(destinations)} links from them"
                     ]
                 found = [p + 1 for p, _ in destinations]
-                empty = blank_pages(out)
+                empty = blank_pages(out, {page - 1 for page in found})
                 # A chapter that fills its last page to the bottom can push the padding below
                 # it onto a page of its own before the next chapter's page break: the next
                 # chapter then starts on that page instead.

@@ -65,6 +65,15 @@
     if (section) section.classList.add("sxor-chapter");
   }
 
+  // Theorems, exercises, outputs and a cell with its figure are kept on one page when they fit
+  // in most of one (a box taller than that may break: kept whole, it would leave a page blank).
+  const fits = (options.pageHeight || 1170) * 0.6;
+  for (const el of article.querySelectorAll(
+    ".admonition, div.proof, div.exercise, div.cell_output, div.cell")) {
+    if (el.matches("div.cell") && !el.querySelector("figure")) continue;
+    if (el.getBoundingClientRect().height < fits) el.classList.add("sxor-keep");
+  }
+
   // 5. Nothing but the article is printed (the theme's sidebars, headers and page contents)
   for (let node = article; node && node !== doc.body; node = node.parentElement) {
     for (const sibling of Array.from(node.parentElement.children)) {

@@ -320,6 +320,8 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
     ax.set_yscale("log")
     ax.set_xlabel("input dimension $d$")
     ax.set_ylabel("samples $n^*$ for one step")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=10)  # below the axes
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=10
+    )  # below the axes
     fig.tight_layout()
     return fig
