@@ -552,6 +552,7 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
         )
 
     (tmp_path / "wide.png").write_bytes(png(1200))
+    (tmp_path / "medium.png").write_bytes(png(900))
     (tmp_path / "narrow.png").write_bytes(png(600))
     css = (ROOT / "_static" / "sxor.css").read_text()
     # a stand-in for MathJax's inline box: an inline-block formula as wide as MathJax draws it
@@ -560,6 +561,9 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
         "<html><head><style>article.bd-article{{overflow:hidden}} figure img{{max-width:100%}}"
         "{css}</style></head><body>"
         '<article class="bd-article"><p>Text {math} text.</p>'
+        '<div class="math"><mjx-container display="true" jax="CHTML" style="display:block;'
+        'overflow-x:auto"><mjx-math style="display:inline-block;width:600px">g</mjx-math>'
+        "</mjx-container></div>"
         '<figure><img src="{img}"/></figure>{script}</article></body></html>'
     )
     bad = tmp_path / "bad.html"
@@ -577,7 +581,7 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     shutil.copy(ROOT / "_static" / "sxor.js", tmp_path / "sxor.js")
     good.write_text(
         template.format(
-            css=css, math=math, img="wide.png", script='<script src="sxor.js"></script>'
+            css=css, math=math, img="medium.png", script='<script src="sxor.js"></script>'
         )
     )
     narrow = tmp_path / "narrow.html"
@@ -589,7 +593,12 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     assert any("requested https://cdn.example.org/a.js" in p for p in problems), problems
     assert any("script error: Uncaught SyntaxError" in p for p in problems), problems
     assert counts["external"] == 1 and counts["clipped"][390] >= 2
-    assert check_site.browser_check(tmp_path, [good, narrow]) == []
+    assert counts["phone"]["wide_equation"] == 1 and counts["phone"]["no_cue"] == 1
+    counts = {}
+    assert check_site.browser_check(tmp_path, [good, narrow], counts=counts) == []
+    assert counts["phone"]["wide_equation"] == 2 and counts["phone"]["no_cue"] == 0, (
+        "the book's CSS draws a shadow at the edge of an equation that scrolls"
+    )
 
 
 def test_fallbacks_only_rewrites_stored_widget_lines(tmp_path):

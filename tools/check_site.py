@@ -607,7 +607,7 @@ const measure = (width) => {{
         const r = range.getClientRects()[0];
         if (!r) continue;
         const ch = node.data[i];
-        if (top !== null && r.top > top + 2 && ch.trim() && prev && prev.trim()) hit = true;
+        if (top !== null && r.top > top + 2 && ch.trim() && prev && prev.trim() && !"-/\u2010\u2013\u2014".includes(prev)) hit = true;
         top = r.top; prev = ch;
       }}
     }}
