@@ -156,3 +156,32 @@ def test_make_pdf_writes_the_whole_book(tmp_path):
             assert numbered in text
         assert "Solution to Exercise" not in text, "solutions are printed"
         assert "\\(" not in text, "raw TeX in the PDF: MathJax did not finish before printing"
+
+
+@NO_CHROMIUM
+def test_blank_pages_are_dropped_and_the_pages_numbered_after(tmp_path):
+    """A page that Chromium leaves blank is dropped; the page numbers stamped afterwards run
+    on without a gap."""
+    page = tmp_path / "p.html"
+    page.write_text(
+        "<html><body><p>First page.</p><div style='break-before: page'></div>"
+        "<p style='break-before: page'>Third page, second after the blank one.</p></body></html>"
+    )
+    feet = tmp_path / "feet.html"
+    feet.write_text("<html><body><div>&#8203;</div><div style='break-before:page'>&#8203;</div>")
+    raw, footers, out = tmp_path / "raw.pdf", tmp_path / "footers.pdf", tmp_path / "out.pdf"
+    browser = make_pdf.Chromium(find_chromium(), str(tmp_path / "profile"))
+    try:
+        browser.open(page.as_uri())
+        browser.print_pdf(raw, footer=False)
+        browser.open(feet.as_uri())
+        browser.print_pdf(footers, footer=True)
+    finally:
+        browser.close()
+    assert make_pdf.page_count(raw) == 3 and make_pdf.blank_pages(raw) == {2}
+    make_pdf.stamp(raw, footers, [0, 2], out)
+    from pypdf import PdfReader
+
+    texts = [p.extract_text() for p in PdfReader(str(out)).pages]
+    assert len(texts) == 2 and "Third page" in texts[1]
+    assert texts[0].split()[-3:] == ["1", "/", "2"] and texts[1].split()[-3:] == ["2", "/", "2"]

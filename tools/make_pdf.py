@@ -9,7 +9,9 @@ by part, chapter and section. Chromium is driven over its DevTools protocol on a
 (``--remote-debugging-pipe``: nothing listens on a port and no package beyond the standard
 library is needed) and prints twice: the first print tells on which page each entry of the
 contents falls (from the contents' own links, read with pypdf), the second prints those
-numbers. In the page, before printing, ``tools/pdf_page.js`` points every link to another page
+numbers. Chromium now and then leaves a page blank before a chapter's page break; blank pages
+are dropped, and the page numbers are stamped afterwards from a print of empty pages with
+Chromium's own footer (:func:`stamp`), so that they run on without a gap. In the page, before printing, ``tools/pdf_page.js`` points every link to another page
 of the site at its target in the single page (no link to a ``file:`` address is left), removes
 hidden cells and buttons, drops the API reference unless ``--api`` is given, and starts each
 chapter on a new page. The page's print styles (``_static/sxor.css``, ``@media print``) drop
@@ -31,6 +33,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,9 +60,9 @@ FOOTER = (
 )
 #: Text Chromium would print for a button that does nothing on paper.
 DEAD_BUTTONS = ("Show code cell source", "Show code cell output", "Hide code cell", "Copy to")
-#: Prints at most: one to find the pages, one to print their numbers, and one for each chapter
-#: moved back onto a page that would otherwise stay blank.
-PASSES = 5
+#: Prints at most: one to find the pages, one to print their numbers, one more should a number
+#: move a line.
+PASSES = 4
 #: The script that prepares the page (title page, contents, links, API reference, buttons).
 PAGE_SCRIPT = Path(__file__).with_name("pdf_page.js")
 
@@ -181,7 +184,9 @@ class Chromium:
             timeout=LOAD_SECONDS,
         )
 
-    def print_pdf(self, path: Path) -> None:
+    def print_pdf(self, path: Path, footer: bool = True) -> None:
+        """Print the page to ``path`` (A4, the book's margins and scale), with the page number
+        at the foot of each page when ``footer``."""
         result = self.send(
             "Page.printToPDF",
             {
@@ -190,7 +195,7 @@ class Chromium:
                 **MARGINS,
                 "scale": SCALE,
                 "printBackground": True,
-                "displayHeaderFooter": True,
+                "displayHeaderFooter": footer,
                 "headerTemplate": "<span></span>",
                 "footerTemplate": FOOTER,
                 "preferCSSPageSize": False,
@@ -244,19 +249,29 @@ def contents_destinations(pdf: Path, count: int) -> list[tuple[int, float]]:
     return found
 
 
-def blank_pages(pdf: Path, candidates: set[int]) -> set[int]:
-    """The pages among ``candidates`` (numbers from 1) of ``pdf`` that show nothing but their
-    page number."""
+def page_texts(pdf: Path) -> list[str]:
+    """The text of each page of ``pdf``: with poppler's ``pdftotext`` when it is installed
+    (seconds for the whole book), else with pypdf (minutes)."""
+    pdftotext = shutil.which("pdftotext")
+    if pdftotext:
+        result = subprocess.run(
+            [pdftotext, str(pdf), "-"], capture_output=True, text=True, timeout=600, check=True
+        )
+        pages = result.stdout.split("\f")
+        return pages[: page_count(pdf)]
     from pypdf import PdfReader
 
-    reader = PdfReader(io.BytesIO(pdf.read_bytes()))
-    total = len(reader.pages)
+    return [page.extract_text() or "" for page in PdfReader(str(pdf)).pages]
+
+
+def blank_pages(pdf: Path) -> set[int]:
+    """Numbers (from 1) of the pages of ``pdf`` that show nothing (or only their number)."""
+    texts = page_texts(pdf)
+    total = len(texts)
     return {
         number
-        for number in sorted(candidates)
-        if 1 <= number <= total
-        and (reader.pages[number - 1].extract_text() or "").split()
-        in ([], [str(number), "/", str(total)])
+        for number, text in enumerate(texts, start=1)
+        if text.split() in ([], [str(number), "/", str(total)])
     }
 
 
@@ -299,8 +314,9 @@ def handout_problems(pdf: Path) -> list[str]:
         return [f"{pdf}: {total} page(s)"]
     if not reader.outline:
         problems.append(f"{pdf}: no outline (bookmarks)")
+    texts = page_texts(pdf)
     for number, page in enumerate(reader.pages, start=1):
-        text = page.extract_text() or ""
+        text = texts[number - 1]
         lines = [line.strip() for line in text.splitlines() if line.strip()]
         if not lines or lines[-1] != f"{number} / {total}":
             problems.append(f"page {number}: no page number at its foot")
@@ -348,6 +364,7 @@ def print_handout(page: Path, out: Path, chromium: str, api: bool = False) -> li
     options = json.dumps(
         {"api": api, "author": "The sxor lecture-notes team", "pageHeight": round(height)}
     )
+    raw = out.with_suffix(".raw.pdf")
     with tempfile.TemporaryDirectory() as tmp:
         browser = Chromium(chromium, f"{tmp}/profile")
         try:
@@ -358,33 +375,22 @@ def print_handout(page: Path, out: Path, chromium: str, api: bool = False) -> li
             entries = prepared["entries"]
             pages: list[int] = []
             for _ in range(PASSES):
-                browser.print_pdf(out)
-                destinations = contents_destinations(out, len(entries))
+                browser.print_pdf(raw, footer=False)
+                destinations = contents_destinations(raw, len(entries))
                 if len(destinations) != len(entries):
                     return [
                         f"the contents have {len(entries)} entries but the PDF "
                         f"{len(destinations)} links from them"
                     ]
-                found = [p + 1 for p, _ in destinations]
-                empty = blank_pages(out, {page - 1 for page in found})
-                # A chapter that fills its last page to the bottom can push the padding below
-                # it onto a page of its own before the next chapter's page break: the next
-                # chapter then starts on that page instead.
-                blank = [
-                    entry["target"]
-                    for entry, page in zip(entries, found, strict=True)
-                    if page - 1 in empty
-                ]
-                if found == pages and not blank:
+                # Chromium leaves a page blank now and then before a chapter's page break
+                # (the spacing below a page filled to its foot): blank pages are dropped, and
+                # the pages numbered after that.
+                kept = [n for n in range(page_count(raw)) if n + 1 not in blank_pages(raw)]
+                number = {old: new + 1 for new, old in enumerate(kept)}
+                found = [number.get(p, number.get(p + 1, 0)) for p, _ in destinations]
+                if found == pages:
                     break
                 pages = found
-                browser.evaluate(
-                    f"{json.dumps(blank)}.forEach((id) => {{ const el = document.getElementById(id);"
-                    " const h = el && el.parentElement;"
-                    " const s = h && (h.classList.contains('sxor-part') ? h"
-                    " : h.closest('section.sxor-chapter'));"
-                    " if (s) s.style.breakBefore = 'auto'; })"
-                )
                 browser.evaluate(
                     "(() => { const rows = document.querySelectorAll('.sxor-toc-page');"
                     f" const pages = {json.dumps(pages)};"
@@ -392,10 +398,39 @@ def print_handout(page: Path, out: Path, chromium: str, api: bool = False) -> li
                 )
             else:
                 return [f"the contents' page numbers did not settle after {PASSES} prints"]
+            footers = Path(tmp) / "footers.pdf"
+            blank = Path(tmp) / "blank.html"
+            blank.write_text(
+                "<html><body style='margin:0'><div>&#8203;</div>"
+                + "<div style='break-before:page'>&#8203;</div>" * (len(kept) - 1)
+                + "</body></html>"
+            )
+            browser.open(blank.as_uri())
+            browser.print_pdf(footers, footer=True)
         finally:
             browser.close()
-    add_outline(out, entries, destinations)
+        stamp(raw, footers, kept, out)
+    raw.unlink(missing_ok=True)
+    add_outline(out, entries, [(pages[k] - 1, top) for k, (_, top) in enumerate(destinations)])
     return handout_problems(out)
+
+
+def stamp(raw: Path, footers: Path, kept: list[int], out: Path) -> None:
+    """Write the pages ``kept`` (indices) of ``raw`` to ``out``, each with its page number: the
+    foot of the same page of ``footers`` (Chromium's own "n / N", printed from an empty page)."""
+    from pypdf import PdfReader, PdfWriter
+
+    content, feet = PdfReader(str(raw)), PdfReader(str(footers))
+    if len(feet.pages) != len(kept):
+        raise RuntimeError(f"{len(feet.pages)} footer pages for {len(kept)} pages")
+    writer = PdfWriter(clone_from=content)
+    for index in sorted(set(range(len(content.pages))) - set(kept), reverse=True):
+        writer.remove_page(index)
+    for page, foot in zip(writer.pages, feet.pages, strict=True):
+        page.merge_page(foot)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    out.write_bytes(buffer.getvalue())
 
 
 def main(page: Path, out: Path, api: bool = False) -> int:
