@@ -182,6 +182,6 @@ def test_blank_pages_are_dropped_and_the_pages_numbered_after(tmp_path):
     make_pdf.stamp(raw, footers, [0, 2], out)
     from pypdf import PdfReader
 
-    texts = [p.extract_text() for p in PdfReader(str(out)).pages]
-    assert len(texts) == 2 and "Third page" in texts[1]
-    assert texts[0].split()[-3:] == ["1", "/", "2"] and texts[1].split()[-3:] == ["2", "/", "2"]
+    texts = ["".join(p.extract_text().split()) for p in PdfReader(str(out)).pages]
+    assert len(texts) == 2 and "Thirdpage" in texts[1]
+    assert texts[0].endswith("1/2") and texts[1].endswith("2/2"), texts

@@ -271,7 +271,7 @@ def blank_pages(pdf: Path) -> set[int]:
     return {
         number
         for number, text in enumerate(texts, start=1)
-        if text.split() in ([], [str(number), "/", str(total)])
+        if "".join(text.split()) in ("", f"{number}/{total}")
     }
 
 
@@ -318,7 +318,7 @@ def handout_problems(pdf: Path) -> list[str]:
     for number, page in enumerate(reader.pages, start=1):
         text = texts[number - 1]
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if not lines or lines[-1] != f"{number} / {total}":
+        if not lines or "".join(lines[-1].split()) != f"{number}/{total}":
             problems.append(f"page {number}: no page number at its foot")
         body = lines[:-1]
         for button in DEAD_BUTTONS:
