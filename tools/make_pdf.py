@@ -385,7 +385,8 @@ def print_handout(page: Path, out: Path, chromium: str, api: bool = False) -> li
                 # Chromium leaves a page blank now and then before a chapter's page break
                 # (the spacing below a page filled to its foot): blank pages are dropped, and
                 # the pages numbered after that.
-                kept = [n for n in range(page_count(raw)) if n + 1 not in blank_pages(raw)]
+                empty = blank_pages(raw)
+                kept = [n for n in range(page_count(raw)) if n + 1 not in empty]
                 number = {old: new + 1 for new, old in enumerate(kept)}
                 found = [number.get(p, number.get(p + 1, 0)) for p, _ in destinations]
                 if found == pages:
