@@ -68,7 +68,7 @@ PAGE_SCRIPT = Path(__file__).with_name("pdf_page.js")
 
 
 def page_count(pdf: Path) -> int:
-    """Number of pages of ``pdf`` (its ``/Type /Page`` objects)."""
+    """Number of pages of ``pdf`` (its ``/Type /Page`` objects: Chromium writes no others)."""
     return len(re.findall(rb"/Type\s*/Page(?![s\w])", pdf.read_bytes()))
 
 
@@ -234,7 +234,8 @@ def contents_destinations(pdf: Path, count: int) -> list[tuple[int, float]]:
                 continue
             if isinstance(dest, str) or not hasattr(dest, "__getitem__"):
                 named = reader.named_destinations.get(str(dest))
-                if named is None:
+                if named is None:  # a target Chromium did not print: no page
+                    links.append((-float(annot["/Rect"][3]), float(annot["/Rect"][0]), -1, 0.0))
                     continue
                 target_page, top = reader.get_destination_page_number(named), named.top
             else:
@@ -318,7 +319,7 @@ def handout_problems(pdf: Path) -> list[str]:
     for number, page in enumerate(reader.pages, start=1):
         text = texts[number - 1]
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if not lines or "".join(lines[-1].split()) != f"{number}/{total}":
+        if f"{number}/{total}" not in ("".join(line.split()) for line in lines[-4:]):
             problems.append(f"page {number}: no page number at its foot")
         body = lines[:-1]
         for button in DEAD_BUTTONS:
@@ -377,6 +378,9 @@ def print_handout(page: Path, out: Path, chromium: str, api: bool = False) -> li
             for _ in range(PASSES):
                 browser.print_pdf(raw, footer=False)
                 destinations = contents_destinations(raw, len(entries))
+                missing = [e["title"] for e, (p, _) in zip(entries, destinations) if p < 0]
+                if missing:
+                    return [f"contents entries whose target is not printed: {missing}"]
                 if len(destinations) != len(entries):
                     return [
                         f"the contents have {len(entries)} entries but the PDF "
@@ -429,6 +433,7 @@ def stamp(raw: Path, footers: Path, kept: list[int], out: Path) -> None:
         writer.remove_page(index)
     for page, foot in zip(writer.pages, feet.pages, strict=True):
         page.merge_page(foot)
+    writer.compress_identical_objects(remove_orphans=True)  # the dropped pages' objects
     buffer = io.BytesIO()
     writer.write(buffer)
     out.write_bytes(buffer.getvalue())

@@ -115,7 +115,10 @@
       if (!first) continue;
       const target = first.getAttribute("href").slice(1);
       // a part heading of its own, on the part's first page
-      const heading = doc.createElement("h1");
+      // a block of its own (the theme hides extra h1 elements in print)
+      const heading = doc.createElement("div");
+      heading.setAttribute("role", "heading");
+      heading.setAttribute("aria-level", "1");
       heading.className = "sxor-part";
       heading.id = "sxor-part-" + entries.length;
       heading.textContent = part;
