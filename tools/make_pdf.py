@@ -433,7 +433,7 @@ def stamp(raw: Path, footers: Path, kept: list[int], out: Path) -> None:
         writer.remove_page(index)
     for page, foot in zip(writer.pages, feet.pages, strict=True):
         page.merge_page(foot)
-    writer.compress_identical_objects(remove_orphans=True)  # the dropped pages' objects
+    writer.compress_identical_objects(remove_unreferenced=True)  # the dropped pages' objects
     buffer = io.BytesIO()
     writer.write(buffer)
     out.write_bytes(buffer.getvalue())
