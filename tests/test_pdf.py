@@ -125,13 +125,14 @@ def test_make_pdf_writes_the_whole_book(tmp_path):
         check=False,  # asserted below, with the script's output
     )
     assert result.returncode == 0, result.stdout[-3000:]
-    assert out.read_bytes()[:5] == b"%PDF-" and make_pdf.page_count(out) > 100
+    assert out.read_bytes()[:5] == b"%PDF-"
     # the handout: page numbers on every page, an outline, no link to the builder's disk, no
     # dead button, no empty page (make_pdf fails on each; asserted here on the file itself)
     assert make_pdf.handout_problems(out) == []
     from pypdf import PdfReader
 
     reader = PdfReader(str(out))
+    assert len(reader.pages) > 100
     width, height = (float(x) for x in reader.pages[0].mediabox[2:])
     assert abs(width - 595) < 2 and abs(height - 842) < 2, "not A4"
     titles = [item.title for item in reader.outline if not isinstance(item, list)]

@@ -319,7 +319,7 @@ def handout_problems(pdf: Path) -> list[str]:
     for number, page in enumerate(reader.pages, start=1):
         text = texts[number - 1]
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if f"{number}/{total}" not in ("".join(line.split()) for line in lines[-4:]):
+        if f"{number}/{total}" not in ("".join(line.split()) for line in lines):
             problems.append(f"page {number}: no page number at its foot")
         body = lines[:-1]
         for button in DEAD_BUTTONS:
@@ -459,8 +459,10 @@ def main(page: Path, out: Path, api: bool = False) -> int:
     if not out.is_file() or out.stat().st_size == 0:
         print(f"Chromium wrote no PDF at {out}")
         return 1
+    from pypdf import PdfReader
+
     print(
-        f"{out}: {page_count(out)} A4 pages, {out.stat().st_size / 1e6:.1f} MB"
+        f"{out}: {len(PdfReader(str(out)).pages)} A4 pages, {out.stat().st_size / 1e6:.1f} MB"
         f"{' with the API reference' if api else ''}; {len(problems)} problem(s)"
     )
     return 1 if problems else 0
