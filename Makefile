@@ -3,7 +3,8 @@
 #   make test   every check: lint, unit tests, nbval over every notebook, strict book build
 #   make lint   ruff (lint and format), mypy and codespell: the code's own checks, in seconds
 #   make student  the notebooks without their solutions, into STUDENT_DIR (default _build/student)
-#   make pdf    the whole book in one PDF, _build/pdf/book.pdf (needs Chromium: apt-get install chromium)
+#   make pdf    the book as one PDF handout, _build/pdf/book.pdf (needs Chromium: apt-get install
+#               chromium); make pdf API=1 adds the API reference
 #   make release  every edition of this version in _build/release/, packed and verified (README.md)
 #   make reader-check  every notebook from a built wheel with the newest torch, numpy, matplotlib
 #   make nightly  the tests and the strict build with the newest release of every package
@@ -40,7 +41,8 @@ book: $(STAMP)
 	timeout 900 $(VENV)/bin/jupyter-book build . --keep-going
 	@test -f _build/html/index.html
 	@$(PY) tools/set_repository.py --check
-	@echo "Open file://$(CURDIR)/_build/html/index.html"
+	@echo "Open the site with a local server (search needs one; over file:// it lists titles only):"
+	@echo "  python3 -m http.server -d _build/html 8000   then open http://localhost:8000"
 
 # The code's own checks (book/appendix/contributing.md says what each guards); .pre-commit-config.yaml
 # runs the same commands before each commit. actionlint checks every workflow of the hosting
@@ -71,12 +73,14 @@ strict-book: $(STAMP)
 	timeout 900 $(VENV)/bin/jupyter-book build . -W -n --keep-going
 	timeout 900 $(PY) tools/check_site.py _build/html --browser-if-available
 
-# One PDF of the whole book: the single-page HTML build printed by headless Chromium
-# (tools/make_pdf.py; numbered theorems, figures, equations and exercises; no solutions).
+# One PDF handout of the book: the single-page HTML build printed by headless Chromium
+# (tools/make_pdf.py): A4, page numbers, contents with pages, bookmarks; numbered theorems,
+# figures, equations and exercises; no solutions. The API reference is left out unless API=1.
+API ?=
 pdf: $(STAMP)
 	rm -rf _build/singlehtml _build/pdf
 	timeout 900 $(VENV)/bin/jupyter-book build . --builder singlehtml --keep-going
-	timeout 900 $(PY) tools/make_pdf.py _build/singlehtml/index.html _build/pdf/book.pdf
+	timeout 1500 $(PY) tools/make_pdf.py _build/singlehtml/index.html _build/pdf/book.pdf $(if $(filter 1 yes true,$(API)),--api,)
 
 # The student edition: every notebook with its solutions removed (exercise text kept);
 # tests/test_student.py checks it.

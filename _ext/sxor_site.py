@@ -22,6 +22,10 @@ explorers shown as their static view (no widget scripts from another host).
   of the PDF (the root document of the single-page build), name the version (``sxor/_version.py``)
   and the commit the book was built from (``git rev-parse --short HEAD``; "unknown" outside git).
   The licences are in ``html.extra_footer`` of ``_config.yml``; the version line follows them.
+* :func:`cited_titles`: a result cited from a paper (``:nonumber:`` and ``:class: sxor-cited``)
+  is titled by the paper's own number ("Theorem 2 of Han and Ghoshdastidar: ..."), with no
+  number of the book's: its title loses the parentheses sphinx-proof puts around it, and
+  ``_static/sxor.css`` hides the bare "Theorem" that sphinx-proof writes before it.
 """
 
 from __future__ import annotations
@@ -213,6 +217,21 @@ def colab_editions(app, pagename, templatename, context, doctree) -> None:
             return
 
 
+def cited_titles(app, doctree) -> None:
+    for node in doctree.findall(nodes.Element):
+        if "sxor-cited" not in node.get("classes", []) or not node.children:
+            continue
+        title = node.children[0]
+        if not isinstance(title, nodes.title) or not title.children:
+            continue
+        first, last = title.children[0], title.children[-1]
+        if isinstance(first, nodes.Text) and first.astext().startswith(" ("):
+            title.replace(first, nodes.Text(first.astext()[2:]))
+        last = title.children[-1]
+        if isinstance(last, nodes.Text) and last.astext().endswith(")"):
+            title.replace(last, nodes.Text(last.astext()[:-1]))
+
+
 def html_handlers_for_every_html_builder(app) -> None:
     builder = app.builder
     if builder.format != "html" or builder.name == "html":
@@ -234,4 +253,5 @@ def setup(app):
     app.connect("html-page-context", colab_editions, priority=502)
     # after sphinx-book-theme sets pagetitle (priority 500)
     app.connect("html-page-context", edition_on_title_page, priority=600)
+    app.connect("doctree-read", cited_titles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

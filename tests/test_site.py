@@ -552,6 +552,7 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
         )
 
     (tmp_path / "wide.png").write_bytes(png(1200))
+    (tmp_path / "medium.png").write_bytes(png(900))
     (tmp_path / "narrow.png").write_bytes(png(600))
     css = (ROOT / "_static" / "sxor.css").read_text()
     # a stand-in for MathJax's inline box: an inline-block formula as wide as MathJax draws it
@@ -560,6 +561,9 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
         "<html><head><style>article.bd-article{{overflow:hidden}} figure img{{max-width:100%}}"
         "{css}</style></head><body>"
         '<article class="bd-article"><p>Text {math} text.</p>'
+        '<div class="math"><mjx-container display="true" jax="CHTML" style="display:block;'
+        'overflow-x:auto"><mjx-math style="display:inline-block;width:600px">g</mjx-math>'
+        "</mjx-container></div>"
         '<figure><img src="{img}"/></figure>{script}</article></body></html>'
     )
     bad = tmp_path / "bad.html"
@@ -577,7 +581,7 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     shutil.copy(ROOT / "_static" / "sxor.js", tmp_path / "sxor.js")
     good.write_text(
         template.format(
-            css=css, math=math, img="wide.png", script='<script src="sxor.js"></script>'
+            css=css, math=math, img="medium.png", script='<script src="sxor.js"></script>'
         )
     )
     narrow = tmp_path / "narrow.html"
@@ -589,7 +593,12 @@ def test_browser_check_measures_clipped_math_small_figures_and_requests(tmp_path
     assert any("requested https://cdn.example.org/a.js" in p for p in problems), problems
     assert any("script error: Uncaught SyntaxError" in p for p in problems), problems
     assert counts["external"] == 1 and counts["clipped"][390] >= 2
-    assert check_site.browser_check(tmp_path, [good, narrow]) == []
+    assert counts["phone"]["wide_equation"] == 1 and counts["phone"]["no_cue"] == 1
+    counts = {}
+    assert check_site.browser_check(tmp_path, [good, narrow], counts=counts) == []
+    assert counts["phone"]["wide_equation"] == 2 and counts["phone"]["no_cue"] == 0, (
+        "the book's CSS draws a shadow at the edge of an equation that scrolls"
+    )
 
 
 def test_fallbacks_only_rewrites_stored_widget_lines(tmp_path):
@@ -626,3 +635,58 @@ def test_equation_width_estimate_accepts_a_backslash_before_a_newline_or_at_the_
     assert tex_width_em("a\\\nb") > tex_width_em("a")
     assert tex_width_em("a\\") >= tex_width_em("a")
     assert tex_width_em("\\frac{a}{\\") > 0
+
+
+# --- one number per theorem: results cited from a paper carry the paper's number only ----------
+
+CITED = re.compile(r"(Han and Ghoshdastidar|Alcalde, Fantuzzi and Zuazua)")
+PROOF_FENCE = re.compile(
+    r"```\{prf:(theorem|lemma|corollary|proposition)\}([^\n]*)\n((?::[\w-]+:[^\n]*\n)*)"
+)
+
+
+def book_sources() -> list[tuple[str, str]]:
+    found = [(str(p.relative_to(ROOT)), p.read_text()) for p in sorted(ROOT.glob("book/**/*.md"))]
+    for path in sorted(ROOT.glob("book/**/*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+        found.append((str(path.relative_to(ROOT)), text))
+    return found
+
+
+def test_cited_results_carry_the_paper_number_and_no_number_of_the_book():
+    """A theorem box that states a paper's result has no book number (:nonumber:, class
+    sxor-cited) and a title that starts with the paper's own number ("Theorem 2 of ..."), so a
+    link's text ("Theorem 2 of the paper") never contradicts the box."""
+    cited = []
+    for name, text in book_sources():
+        for match in PROOF_FENCE.finditer(text):
+            kind, title, options = match.groups()
+            if not CITED.search(title):
+                continue
+            cited.append(title)
+            where = f"{name}: {kind} {title.strip()!r}"
+            assert ":nonumber:" in options and "sxor-cited" in options, where
+            assert re.match(r"\s*(The \w+ \w+|[A-Z][a-z]+ [\d.]+) of ", title), where
+    assert len(cited) >= 5, cited
+
+
+def test_cited_titles_lose_the_parentheses_of_sphinx_proof():
+    import importlib.util
+
+    from docutils import nodes
+
+    spec = importlib.util.spec_from_file_location("sxor_site", ROOT / "_ext" / "sxor_site.py")
+    site = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(site)
+    box = nodes.container(classes=["proof", "theorem", "sxor-cited"])
+    box += nodes.title(
+        "", "", nodes.Text(" (Theorem 2 of "), nodes.emphasis("", "X"), nodes.Text(")")
+    )
+    plain = nodes.container(classes=["proof", "theorem"])
+    plain += nodes.title("", "", nodes.Text(" (Mine)"))
+    document = nodes.document(None, None)
+    document += [box, plain]
+    site.cited_titles(None, document)
+    assert box[0].astext() == "Theorem 2 of X"
+    assert plain[0].astext() == " (Mine)"

@@ -191,6 +191,6 @@ def plot_k3(results: dict):
     p = results["params"]
     ax.set_title(f"3-sparse parity, three heads, d={p['d']}, m={p['m']}, {p['seeds']} seeds")
     # below the axes, so that no line is hidden
-    ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.15))
+    ax.legend(fontsize=10, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.15))
     fig.tight_layout()
     return fig

@@ -275,7 +275,7 @@ def plot_modes(results: dict, ds: tuple[int, ...] | None = None):
     ds = (all_d[len(all_d) // 2], all_d[-1]) if ds is None else tuple(ds)
     if not 1 <= len(ds) <= 2:
         raise ValueError("plot_modes draws one or two panels")
-    fig, axes = plt.subplots(1, len(ds), figsize=(5.9 * len(ds), 4.0), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(ds), figsize=(5.1 * len(ds), 4.0), sharey=True, squeeze=False)
     colors = {"success": "C2", "off_target": "C3", "same_target": "C0", "under_stepped": "C7"}
     for ax, d in zip(axes[0], ds):
         ns, frac = mode_fractions_by_n(results["records"], d)
@@ -293,7 +293,7 @@ def plot_modes(results: dict, ds: tuple[int, ...] | None = None):
         ax.set_title(f"d = {d}, m = {embedding_dim(d)}")
     axes[0, 0].set_ylabel("fraction of instances")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=9, frameon=False)
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=10, frameon=False)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
@@ -320,6 +320,8 @@ def plot_n_star(results: dict, quantiles=(0.5, 0.75, 0.9)):
     ax.set_yscale("log")
     ax.set_xlabel("input dimension $d$")
     ax.set_ylabel("samples $n^*$ for one step")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)  # below the axes
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=10
+    )  # below the axes
     fig.tight_layout()
     return fig

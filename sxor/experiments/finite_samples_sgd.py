@@ -395,6 +395,8 @@ def plot_sgd(results: dict, fit: dict | None = None):
     ax.set_yscale("log")
     ax.set_xlabel("input dimension $d$")
     ax.set_ylabel("samples for 80% success")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=9)  # below the axes
+    ax.legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=10
+    )  # below the axes
     fig.tight_layout()
     return fig

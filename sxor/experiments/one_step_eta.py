@@ -180,7 +180,7 @@ def plot_attention(
         top = 1.15 * float(max(g.max(), h.max()))
         for t, name in zip(support.tolist(), ("i*", "j*")):
             ax.plot([t, t], [-top, top], color="k", ls=":", lw=1)
-            ax.annotate(name, (t, top), ha="center", va="bottom", fontsize=9)
+            ax.annotate(name, (t, top), ha="center", va="bottom", fontsize=10)
         ax.set(title=label, ylim=(-1.2 * top, 1.2 * top), ylabel="weight")
     axes[-1].set_xlabel("position i")
     axes[0].set_title(axes[0].get_title() + ": scale ~ 1/d")

@@ -86,7 +86,7 @@ def plot_prediction(results: dict):
         ylabel="predicted smallest m with 95% success",
         title=r"Leading-order prediction, $\eta\to\infty$",
     )
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -123,7 +123,9 @@ def plot_floor(results: dict):
     ax.set_ylim(1e-17, 2)
     ax.set_xticks(range(len(cells)), [f"d={d}\nm={m}" for d, m in cells])
     ax.set_ylabel("best population loss found (floor 1e-16)")
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)  # below the axes
+    ax.legend(
+        fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3
+    )  # below the axes
     fig.tight_layout()
     return fig
 

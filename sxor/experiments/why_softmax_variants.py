@@ -158,7 +158,7 @@ def plot_variants(results: dict):
 
     records = results["records"]
     ds = sorted({r["d"] for r in records})
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex="col")
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex="col")
     colours = {"softmax": "C0", "linear": "C1", "erf": "C2"}
     styles = ["-", "--", ":"]
     for col, mode in enumerate(["one-step", "descent"]):
@@ -200,7 +200,7 @@ def plot_variants(results: dict):
     axes[1, 0].set_ylabel("median population loss (floor 1e-16)")
     handles, labels = axes[0, 1].get_legend_handles_labels()
     fig.legend(
-        handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False
+        handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False
     )  # below the panels
     fig.suptitle(
         f"Attention variants, m={results['params']['m']}, {results['params']['seeds']} seeds"

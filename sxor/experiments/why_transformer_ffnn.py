@@ -214,7 +214,7 @@ def plot_rates(results: dict):
                     f"{r['successes']}/{r['restarts']}",
                     ha="center",
                     va="center",
-                    fontsize=9,
+                    fontsize=10,
                     color="white" if rates[i, j] < 0.6 else "black",
                 )
     ax.set_xticks(range(len(ds)), [str(d) for d in ds])
@@ -267,7 +267,7 @@ def plot_parameters(results: dict, grid: dict | None = None, rate: float = RELIA
     )
     ax.set(xlabel="input length d", ylabel="trainable parameters")
     ax.legend(
-        fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.19), ncol=2
+        fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.19), ncol=2
     )  # below the axes and its label
     fig.tight_layout()
     return fig

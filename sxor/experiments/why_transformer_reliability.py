@@ -273,7 +273,9 @@ def plot_reliability(
     ax.set_xscale("log", base=2)
     ax.set_xticks(ffnn_ds, [str(d) for d in ffnn_ds])
     ax.set(xlabel="input length d", ylabel="success rate, exact 95% interval", ylim=(0, 1.03))
-    ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)  # below the axes
+    ax.legend(
+        fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2
+    )  # below the axes
     fig.tight_layout()
     return fig
 

@@ -211,7 +211,7 @@ def plot_tokens(
     ):  # outside the data, to the right; one marker size per entry, so markers never overlap
         uniform_legend_markers(
             ax.legend(
-                fontsize=9,
+                fontsize=10,
                 loc="upper left",
                 bbox_to_anchor=(1.02, 1.0),
                 borderaxespad=0.0,

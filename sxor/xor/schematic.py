@@ -156,10 +156,10 @@ def draw_two_head_model(
         f"keys\n(frozen, $S^{{{m - 1}}}$)",
         ha="center",
         va="bottom",
-        fontsize=9,
+        fontsize=10,
         color=FROZEN,
     )
-    ax.text(x_bit, d + 0.25, "bits $x_i$\n(values)", ha="center", va="bottom", fontsize=9)
+    ax.text(x_bit, d + 0.25, "bits $x_i$\n(values)", ha="center", va="bottom", fontsize=10)
 
     weights = [gamma.tolist(), gamma_tilde.tolist()]
     names = [(r"$\theta$", r"$\gamma$"), (r"$\tilde\theta$", r"$\tilde\gamma$")]
@@ -185,7 +185,7 @@ def draw_two_head_model(
             w=2.6,
             h=1.35,
             color=color,
-            size=9.5,
+            size=10,
         )
         dy = 0.95 if k == 0 else -0.95
         ax.annotate(
@@ -194,7 +194,7 @@ def draw_two_head_model(
             xytext=(x_head, head_y[k] + dy * 1.45),
             ha="center",
             va="center",
-            fontsize=9,
+            fontsize=10,
             color=color,
             arrowprops={"arrowstyle": "->", "color": color, "lw": 1.2},
         )
@@ -211,11 +211,11 @@ def draw_two_head_model(
         r"$f(x) =$" + "\n" + r"$-(\gamma\cdot x)(\tilde\gamma\cdot x)$" + f"\n$= {f:+.2f}$" + label,
         w=2.3,
         h=1.9 if support is not None else 1.5,
-        size=9.5,
+        size=10,
     )
     if targets:
         ax.text(
-            x_bit, -0.75, r"shaded: the support $i^*, j^*$", ha="center", va="center", fontsize=8.5
+            x_bit, -0.75, r"shaded: the support $i^*, j^*$", ha="center", va="center", fontsize=10
         )
     ax.schematic = {
         "gamma": gamma.tolist(),
