@@ -237,3 +237,41 @@ def test_layer_statistics_of_the_construction():
     )
     with pytest.raises(ValueError, match="tol"):
         dt.layer_statistics(X, theta, -1.0)
+
+
+def test_weight_decay_is_counted_once_and_divergence_keeps_the_last_finite_point(monkeypatch):
+    """With ``epsilon > 0`` the Adam phase follows a reference Adam run on ``J + epsilon/2
+    |theta|^2`` (no further weight decay inside Adam: a double count moves the iterates); and a
+    run whose loss turns nan restores the last iterate with a finite loss, not the start."""
+    _, _, X, Y = _data(N=2, n=3, m=1)
+    eps, lr, steps = 0.5, 1e-2, 5
+    theta = dt.init_network(1, 2, seed=2)
+    ref = [theta[k].detach().clone().requires_grad_(True) for k in dt.PARAMETER_NAMES]
+    dt.train(X, Y, theta, steps, lr=lr, epsilon=eps, polish=0)
+    opt = torch.optim.Adam(ref, lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    for _ in range(steps):
+        opt.zero_grad()
+        th = dict(zip(dt.PARAMETER_NAMES, ref))
+        J = dt.loss(X, Y, th) + eps / 2 * sum((p**2).sum() for p in ref)
+        J.backward()
+        opt.step()
+        sched.step()
+    for name, r in zip(dt.PARAMETER_NAMES, ref):
+        assert torch.allclose(theta[name].detach(), r.detach(), atol=1e-15, rtol=0), name
+    # divergence: the forward pass of the fourth Adam step returns nan; train must stop there and
+    # keep the iterate after three steps (its loss was finite), not return to the start
+    theta = dt.init_network(1, 2, seed=2)
+    start = {k: v.detach().clone() for k, v in theta.items()}
+    calls, forward = [0], dt._forward
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        out = forward(*args, **kwargs)
+        return out * math.nan if calls[0] == 4 else out
+
+    monkeypatch.setattr(dt, "_forward", failing)
+    out = dt.train(X, Y, theta, 10, lr=lr, polish=0)
+    monkeypatch.undo()
+    assert out["diverged"] and not out["interpolates"] and math.isfinite(out["loss"])
+    assert any(not torch.equal(theta[k].detach(), start[k]) for k in start)
