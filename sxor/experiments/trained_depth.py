@@ -149,9 +149,10 @@ def depth_table(records: list[dict], level: float = 0.95) -> list[dict]:
 
 
 def plot_depth(results: dict):
-    """Smallest interpolating depth against ``N`` (one panel per ``n``), one colour per ``m``
-    (markers of different ``m`` set slightly apart in ``N``); a hollow marker at ``L_max + 1`` marks a censored cell (no depth tried reached half), the
-    construction's block count dashed."""
+    """The first depth tried at which at least half of the seeds interpolated (``L_half``)
+    against ``N`` (one panel per ``n``), one colour per ``m`` (markers of different ``m`` set
+    slightly apart in ``N``); a hollow marker at ``L_max + 1`` marks a censored cell (no depth
+    tried reached half), the construction's block count dashed."""
     import matplotlib.pyplot as plt
 
     table = depth_table(results["records"])
