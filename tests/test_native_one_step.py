@@ -608,8 +608,10 @@ def fresh_cache(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("content", ["garbage", "foreign library"])
-def test_a_corrupt_or_foreign_cached_library_is_built_again(fresh_cache, content):
+def test_a_corrupt_or_foreign_cached_library_is_built_again(fresh_cache, content, monkeypatch):
     import _ctypes
+
+    monkeypatch.delenv("SXOR_ONE_STEP_FORM", raising=False)  # the default: a measured plan is kept
 
     target = fresh_cache / f"one_step-{native.cache_key(native._compiler())}.so"
     target.parent.mkdir(parents=True)
@@ -958,6 +960,7 @@ def test_the_planner_runs_the_faster_form_and_keys_by_kind(tmp_path, monkeypatch
 def test_the_plan_cache_is_keyed_like_the_library(monkeypatch):
     """A build for another -march (SXOR_NATIVE_MARCH) is another library, so another plan file."""
     cc = native._compiler()
+    monkeypatch.delenv("SXOR_NATIVE_MARCH", raising=False)  # -march=native, the default
     key = native.cache_key(cc)
     monkeypatch.setenv("SXOR_NATIVE_MARCH", "x86-64-v3")
     assert native.cache_key(cc) != key
