@@ -325,7 +325,7 @@ def handout_problems(pdf: Path) -> list[str]:
         for button in DEAD_BUTTONS:
             if button in text:
                 problems.append(f"page {number}: a dead button ({button!r})")
-        if number > 1 and sum(len(line) for line in body) < 120:
+        if 1 < number < total and sum(len(line) for line in body) < 120:  # the last may be short
             problems.append(f"page {number}: (nearly) empty: {' | '.join(body)[:80]!r}")
         for annot in page.get("/Annots") or []:
             uri = annot.get_object().get("/A", {}).get("/URI")
