@@ -135,3 +135,40 @@ def depth_upper_bound_lp(points: torch.Tensor, starts: torch.Tensor) -> tuple[in
             best = (count, theta)
     assert best is not None
     return best
+
+
+def exact_corral_separates(points: torch.Tensor, corral: list[int]) -> bool:
+    r"""Whether the exact min-norm point :math:`x` of the affine hull of ``points[corral]`` has
+    :math:`\langle p_j, x\rangle > 0` for every row :math:`p_j` of ``points [N, m]``, all in rational
+    arithmetic on the float64 values (so ``True`` certifies that 0 is outside the convex hull).
+
+    :math:`x = \sum_i w_i p_i` with :math:`\sum_i w_i = 1` minimises :math:`\|x\|^2`:
+    :math:`G w = \mu \mathbf 1`, with :math:`G` the exact Gram matrix of the corral. It is the
+    fallback of :func:`~sxor.xor.representation.origin_in_hull` when the floating-point min-norm
+    point misses by its rounding.
+    """
+    rows = [[Fraction(v) for v in r] for r in points.detach().to("cpu", torch.float64).tolist()]
+    k = len(corral)
+    if k == 0:
+        return False
+    S = [rows[i] for i in corral]
+    # [G 1; 1^T 0] [w; -mu] = [0; 1], solved by Gauss-Jordan elimination in rationals.
+    M: list[list[Fraction]] = [
+        [sum((a * b for a, b in zip(S[i], S[j])), Fraction(0)) for j in range(k)]
+        + [Fraction(1), Fraction(0)]
+        for i in range(k)
+    ]
+    M.append([Fraction(1)] * k + [Fraction(0), Fraction(1)])
+    n = k + 1
+    for col in range(n):
+        pivot = next((r for r in range(col, n) if M[r][col] != 0), None)
+        if pivot is None:
+            return False
+        M[col], M[pivot] = M[pivot], M[col]
+        for r in range(n):
+            if r != col and M[r][col] != 0:
+                f = M[r][col] / M[col][col]
+                M[r] = [a - f * b for a, b in zip(M[r], M[col])]
+    w = [M[i][n] / M[i][i] for i in range(k)]
+    x = [sum((w[i] * S[i][c] for i in range(k)), Fraction(0)) for c in range(len(S[0]))]
+    return all(sum((a * b for a, b in zip(r, x)), Fraction(0)) > 0 for r in rows)

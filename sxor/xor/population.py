@@ -7,9 +7,9 @@ For ``x`` uniform on ``{+1,-1}^d`` the Rademacher fourth moment is
 
 so for any weight vectors ``g, h`` (not only softmax ones) and ``y = -x_a x_b``, ``a != b``:
 
-.. math::  L(g, h) = \\tfrac12\\mathbb E[(f(x) - y)^2]
-           = \\tfrac12\\big(\\|g\\|^2\\|h\\|^2 + 2(g\\cdot h)^2 - 2\\textstyle\\sum_i g_i^2 h_i^2\\big)
-             - (g_a h_b + g_b h_a) + \\tfrac12 .
+.. math::  L(g, h) &= \\tfrac12\\mathbb E[(f(x) - y)^2] \\\\
+           &= \\tfrac12\\|g\\|^2\\|h\\|^2 + (g\\cdot h)^2 - \\textstyle\\sum_i g_i^2 h_i^2 \\\\
+           &\\quad - (g_a h_b + g_b h_a) + \\tfrac12 .
 
 Everything here costs ``O(d)`` per instance once the weights are known, and ``O(d m)`` to get
 them, with no sampling and no enumeration.

@@ -26,7 +26,13 @@ from fractions import Fraction
 
 import torch
 
-from ._depth import _int_rows, depth_upper_bound_lp, exact_signs, solve_exact
+from ._depth import (
+    _int_rows,
+    depth_upper_bound_lp,
+    exact_corral_separates,
+    exact_signs,
+    solve_exact,
+)
 from .checks import check_embeddings, check_support
 from .population import population_grad_unchecked, population_loss
 
@@ -365,13 +371,15 @@ def _origin_in_hull(points: torch.Tensor) -> tuple[int, list[int], torch.Tensor]
     if float(x.norm()) > 0 and min(exact_signs(_int_rows(P.tolist()), x)) > 0:
         return -1, S, x
     if len(S) != m + 1:
-        return 0, S, x
+        return (-1 if exact_corral_separates(P, S) else 0), S, x
     A = torch.cat([P[S].T, torch.ones(1, m + 1, dtype=torch.float64)])
     e = torch.zeros(m + 1, dtype=torch.float64)
     e[m] = 1.0
     lam = solve_exact(A, e)
     if lam is not None and min(lam) >= 0:
         return 1, S, x
+    if exact_corral_separates(P, S):  # the float direction missed by its rounding
+        return -1, S, x
     return 0, S, x
 
 

@@ -42,11 +42,14 @@ def test_exact_signs_see_a_difference_below_rounding():
 
 
 def test_near_the_boundary_the_verdicts_are_exact():
-    # 0 just inside and just outside a triangle, by 1e-12: both certified, by the exact solve
+    # 0 just inside a triangle, by 1e-12: certified by the exact solve of the barycentric system
     inside = torch.tensor([[1.0, -1e-12], [-1.0, -1e-12], [0.0, 1.0]], dtype=torch.float64)
     assert origin_in_hull(inside) == 1
+    # Just outside: the floating-point min-norm point's last bits vary from call to call (LAPACK's
+    # least squares on differently aligned memory) and can miss by its rounding; the exact
+    # min-norm point of the corral's affine hull then separates, checked in rationals. Every call.
     outside = torch.tensor([[1.0, 1e-12], [-1.0, 1e-12], [0.0, 1.0]], dtype=torch.float64)
-    assert origin_in_hull(outside) == -1
+    assert all(origin_in_hull(outside) == -1 for _ in range(50))
 
 
 def test_lp_greedy_depth_bound_on_known_point_sets():
