@@ -561,7 +561,18 @@ const measure = (width) => {{
   const f = document.getElementById("f" + width), d = f.contentDocument;
   const bad = [];
   const page = d.documentElement.scrollWidth;
-  if (page > width + 1) bad.push("page scrolls sideways: " + page + " px wide");
+  if (page > width + 1) {{  // name the innermost element that reaches past the edge
+    let culprit = "";
+    for (const el of d.body.querySelectorAll("*")) {{
+      const r = el.getBoundingClientRect();
+      if (r.right > width + 1 && r.width > 0 && !el.closest(".bd-sidebar-secondary, .bd-sidebar-primary")) {{
+        const box = el.closest("mjx-container") || el;  // a formula is named as a whole
+        culprit = box.tagName.toLowerCase() + " in " + box.parentElement.tagName.toLowerCase() + " \u201c" +
+          (box.textContent || "").replace(/\s+/g, " ").trim().slice(0, 60) + "\u201d";
+      }}
+    }}
+    bad.push("page scrolls sideways: " + page + " px wide" + (culprit ? " (" + culprit + ")" : ""));
+  }}
   const scrolls = (el) => {{  // an ancestor the reader can scroll sideways (a table's box, a long equation)
     for (let a = el.parentElement; a; a = a.parentElement) {{
       const o = getComputedStyle(a).overflowX;

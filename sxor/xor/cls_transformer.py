@@ -19,9 +19,10 @@ make the keys depend on the position only and the values on the bit only:
 
 so the CLS query of head :math:`h` is :math:`\theta_h`, its scores are :math:`v_i \cdot \theta_h`
 and its output is :math:`o_h = \sum_i \gamma_i^h x_i`. The read-out is a fixed two-unit layer
-with square activation,
-:math:`f = -\frac{1}{4} (o_1 + o_2)^2 + \frac{1}{4} (o_1 - o_2)^2 = -o_1 o_2` (polarisation),
-which is :math:`f(x)`.
+with square activation, which by polarisation is :math:`f(x)`:
+
+.. math::
+   f = -\tfrac{1}{4} (o_1 + o_2)^2 + \tfrac{1}{4} (o_1 - o_2)^2 = -o_1 o_2.
 """
 
 from __future__ import annotations
