@@ -7,9 +7,6 @@ data is missing there. The wheel is built here from the working tree, offline, a
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -36,33 +33,8 @@ def test_every_results_file_a_notebook_reads_is_committed():
     assert not missing, f"notebooks read results that are not in {RESULTS_DIR}: {missing}"
 
 
-def test_the_wheel_carries_every_results_file(tmp_path):
-    src = tmp_path / "src"  # a copy, so that the build leaves nothing in the checkout
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(
-        ROOT / "sxor", src / "sxor", ignore=shutil.ignore_patterns("__pycache__", "*.png")
-    )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "--disable-pip-version-check",
-            "-w",
-            str(tmp_path),
-            str(src),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = tmp_path.glob("sxor-*.whl")
+def test_the_wheel_carries_every_results_file(sxor_wheel):
+    wheel = sxor_wheel
     contents = set(zipfile.ZipFile(wheel).namelist())
     for name in results_read_by_notebooks() | {p.stem for p in RESULTS_DIR.glob("*.json")}:
         assert f"sxor/committed/{name}.json" in contents, f"{name}.json is not in the wheel"

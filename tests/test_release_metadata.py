@@ -14,8 +14,6 @@ import importlib.util
 import os
 import re
 import shutil
-import subprocess
-import sys
 import tomllib
 import zipfile
 from pathlib import Path
@@ -69,33 +67,8 @@ def test_the_changelog_starts_with_this_version():
     assert all(release.changelog_section(v, text) for v, _ in versions)
 
 
-def test_the_wheel_carries_version_licence_and_python_versions(tmp_path):
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(
-        ROOT / "sxor", src / "sxor", ignore=shutil.ignore_patterns("__pycache__", "*.png", "*.so")
-    )
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "--disable-pip-version-check",
-            "-w",
-            str(tmp_path),
-            str(src),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = tmp_path.glob("sxor-*.whl")
+def test_the_wheel_carries_version_licence_and_python_versions(sxor_wheel):
+    wheel = sxor_wheel
     assert wheel.name.startswith(f"sxor-{sxor.__version__}-")
     with zipfile.ZipFile(wheel) as archive:
         meta = archive.read(f"sxor-{sxor.__version__}.dist-info/METADATA").decode()
