@@ -568,7 +568,7 @@ const measure = (width) => {{
       if (r.right > width + 1 && r.width > 0 && !el.closest(".bd-sidebar-secondary, .bd-sidebar-primary")) {{
         const box = el.closest("mjx-container") || el;  // a formula is named as a whole
         culprit = box.tagName.toLowerCase() + " in " + box.parentElement.tagName.toLowerCase() + " \u201c" +
-          (box.textContent || "").replace(/\s+/g, " ").trim().slice(0, 60) + "\u201d";
+          (box.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 60) + "\u201d";
       }}
     }}
     bad.push("page scrolls sideways: " + page + " px wide" + (culprit ? " (" + culprit + ")" : ""));

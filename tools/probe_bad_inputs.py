@@ -24,6 +24,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -291,6 +292,17 @@ else:
     return name, "obscure", line[7:200]
 
 
+def tally(jobs: list[Callable[[], tuple[str, str, str]]], workers: int) -> dict[str, int]:
+    """Run the probes ``jobs`` on ``workers`` threads, print one line per case as it ends, and
+    count the outcomes."""
+    counts = dict.fromkeys(("clear", "obscure", "silent", "hang", "crash"), 0)
+    with futures.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for name, outcome, detail in pool.map(lambda job: job(), jobs):
+            counts[outcome] += 1
+            print(f"{outcome:8s} {name:45s} {detail[:110]}", flush=True)
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
@@ -298,11 +310,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="run the cases whose name contains this word")
     args = parser.parse_args(argv)
     cases = [c for c in CASES if not args.only or args.only in c[0]]
-    counts = dict.fromkeys(("clear", "obscure", "silent", "hang", "crash"), 0)
-    with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for name, outcome, detail in pool.map(lambda c: run_case(c, args.timeout), cases):
-            counts[outcome] += 1
-            print(f"{outcome:8s} {name:45s} {detail[:110]}", flush=True)
+    counts = tally([(lambda c=c: run_case(c, args.timeout)) for c in cases], args.jobs)
     print(f"{len(cases)} bad inputs: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 0 if counts["clear"] == len(cases) else 1
 

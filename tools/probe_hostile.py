@@ -19,7 +19,6 @@ status is 1 when there is a crash, a hang or a silent result, or more than 3 obs
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as futures
 import json
 import os
 import re
@@ -35,7 +34,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tools.probe_bad_inputs import run_case  # noqa: E402 (after the path is set)
+from tools.probe_bad_inputs import run_case, tally  # noqa: E402 (after the path is set)
 
 GOOD = {"inputs": [[[0, 0], [1, 0], [0, 1]], [[2, 2], [3, 1]]], "targets": [[[1, 1]], [[5, 5]]]}
 
@@ -407,11 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs: list[Callable[[], tuple[str, str, str]]] = [
         (lambda c=c: run_cli(c, args.timeout)) for c in cli
     ] + [(lambda c=c: run_case(c, args.timeout)) for c in lib]
-    counts = dict.fromkeys(("clear", "obscure", "silent", "hang", "crash"), 0)
-    with futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for name, outcome, detail in pool.map(lambda job: job(), jobs):
-            counts[outcome] += 1
-            print(f"{outcome:8s} {name:45s} {detail[:110]}", flush=True)
+    counts = tally(jobs, args.jobs)
     print(
         f"{len(jobs)} hostile inputs ({len(cli)} command line, {len(lib)} library): "
         + ", ".join(f"{v} {k}" for k, v in counts.items())
