@@ -21,7 +21,8 @@ import math
 import numbers
 import pkgutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,6 +97,18 @@ def register(
         return fn
 
     return wrap
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """Run the block on one torch thread and restore the count after it: for experiments on tiny
+    matrices, where one thread is fastest and immune to oversubscription."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def size_config(size: str, sizes: dict[str, dict]) -> dict:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import torch
 
-from . import register, size_config
-from .regularised_training_runs import run_runs
+from . import one_thread, register, size_config
+from .regularised_training_runs import legend_under, run_runs
 
 #: The authors' two runs on the data and initialisation drawn exactly as their scripts draw them
 #: (:func:`sxor.interp.training.authors_draw`, seed 0): their Figure 1a (one run, ``epsilon = 1e-4``,
@@ -117,7 +117,7 @@ def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(rf"one run, $\varepsilon={single['epsilon']:g}$ (Fig. 1a)")
-    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    legend_under(ax)
     ax = axes[1]
     rows = sorted((r for r in recs if r["run"] == "sweep"), key=lambda r: -r["epsilon"])
     e = np.array([r["epsilon"] for r in rows])
@@ -130,7 +130,7 @@ def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
     )
     ax.set_xlabel(r"$\varepsilon$")
     ax.set_title("warm-started sweep (Fig. 1b)")
-    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    legend_under(ax)
     fig.tight_layout()
     return fig
 
@@ -142,10 +142,6 @@ def plot_against_paper(results: dict, paper: dict = PAPER_FIGURE_1):
 )
 def run_authors(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, AUTHORS_SIZES))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         records = run_runs(**params, device=device)
-    finally:
-        torch.set_num_threads(threads)
     return params, records

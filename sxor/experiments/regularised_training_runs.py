@@ -12,7 +12,7 @@ import torch
 
 from ..interp.training import authors_draw as _authors_draw
 from ..interp.training import init_parameters, tikhonov_data, warm_start_sweep
-from . import register, size_config
+from . import one_thread, register, size_config
 
 SIZES = {
     # float64 for CI, so that the digits the notebook prints are the same on every machine
@@ -192,6 +192,11 @@ def run_seeds(
     return records
 
 
+def legend_under(ax) -> None:
+    """The legend of a panel of the regularised-training figures, in two columns under it."""
+    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+
+
 def plot_regularised(results: dict):
     """Two panels. Left: the single run's ``J`` and ``J_eps`` against the step (log-log), with the
     values ``eps|theta*|^2`` (the authors' threshold) and ``(eps/2)|theta*|^2``. Right: the sweep's
@@ -214,7 +219,7 @@ def plot_regularised(results: dict):
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
     ax.set_title(rf"one run, $\varepsilon={eps:g}$, {single['steps']} steps")
-    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    legend_under(ax)
     ax = axes[1]
     rows = sorted((r for r in recs if r["run"] == "sweep"), key=lambda r: -r["epsilon"])
     e = np.array([r["epsilon"] for r in rows])
@@ -226,7 +231,7 @@ def plot_regularised(results: dict):
     ax.loglog(e, e / e[0] * rows[0]["min_loss"], "--", color="gray", label="slope 1")
     ax.set_xlabel(r"$\varepsilon$")
     ax.set_title("warm-started sweep")
-    ax.legend(fontsize=10, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    legend_under(ax)
     fig.tight_layout()
     return fig
 
@@ -238,12 +243,8 @@ def plot_regularised(results: dict):
 )
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, SIZES))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is fastest and immune to oversubscription
-    try:
+    with one_thread():
         records = run_runs(**params, device=device)
-    finally:
-        torch.set_num_threads(threads)
     return params, records
 
 
@@ -252,10 +253,6 @@ def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
 )
 def run_seed_sweeps(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     params = dict(size_config(size, SEED_SIZES))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         records = run_seeds(**params, device=device)
-    finally:
-        torch.set_num_threads(threads)
     return params, records

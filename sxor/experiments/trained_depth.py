@@ -24,7 +24,7 @@ import torch
 from ..interp.construct import construct
 from ..interp.dataset import random_dataset
 from ..interp.deep_training import dataset_tensors, init_network, train
-from . import register, size_config
+from . import one_thread, register, size_config
 from .why_transformer_reliability import clopper_pearson
 
 SIZES = {
@@ -189,12 +189,8 @@ def plot_depth(results: dict):
 )
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = dict(size_config(size, SIZES))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is fastest and immune to oversubscription
-    try:
+    with one_thread():
         records = run_depth(cfg, device=device)
-    finally:
-        torch.set_num_threads(threads)
     for r in records:  # json: no inf
         r["error"] = r["error"] if math.isfinite(r["error"]) else None
     return cfg, records
