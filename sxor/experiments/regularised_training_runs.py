@@ -68,6 +68,10 @@ SEED_SIZES = {
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
+#: What a record keeps of each stage of a run (besides its epsilon, steps and the reference values).
+SUMMARY_FIELDS = ("loss", "min_loss", "objective", "min_objective", "sq_norm", "grad_norm")
+
+
 def run_runs(
     N: int,
     n: int,
@@ -122,17 +126,7 @@ def run_runs(
                     "stage": stage,
                     "epsilon": eps,
                     "steps": out.pop("steps"),
-                    **{
-                        k: out[k]
-                        for k in (
-                            "loss",
-                            "min_loss",
-                            "objective",
-                            "min_objective",
-                            "sq_norm",
-                            "grad_norm",
-                        )
-                    },
+                    **{k: out[k] for k in SUMMARY_FIELDS},
                     "objective_star": eps / 2 * star,
                     "bound": eps * star,
                     "theta_star_sq_norm": star,
@@ -174,17 +168,7 @@ def run_seeds(
                     "stage": stage,
                     "epsilon": eps,
                     "steps": out["steps"],
-                    **{
-                        k: out[k]
-                        for k in (
-                            "loss",
-                            "min_loss",
-                            "objective",
-                            "min_objective",
-                            "sq_norm",
-                            "grad_norm",
-                        )
-                    },
+                    **{k: out[k] for k in SUMMARY_FIELDS},
                     "objective_star": eps / 2 * star,
                     "theta_star_sq_norm": star,
                 }
