@@ -12,6 +12,7 @@ kind and every step size sees exactly the same embeddings, inits and supports.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -160,6 +161,13 @@ def plot_variants(results: dict):
     ds = sorted({r["d"] for r in records})
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex="col")
     colours = {"softmax": "C0", "linear": "C1", "erf": "C2"}
+    # Linear and erf attention often give the same curve (success 0, the same loss): drawn as a
+    # wide line with hollow squares under a narrow one with triangles, both stay visible.
+    looks: dict[str, dict[str, Any]] = {
+        "softmax": {"marker": "o", "ms": 4, "lw": 1.8, "zorder": 3},
+        "linear": {"marker": "s", "ms": 8, "mfc": "none", "lw": 4.5, "alpha": 0.55, "zorder": 1},
+        "erf": {"marker": "^", "ms": 4, "lw": 1.4, "zorder": 2},
+    }
     styles = ["-", "--", ":"]
     for col, mode in enumerate(["one-step", "descent"]):
         for s, d in enumerate(ds):
@@ -173,19 +181,9 @@ def plot_variants(results: dict):
                 losses = [
                     max(r[loss_key], 1e-16) if r[loss_key] is not None else np.nan for r in rows
                 ]
-                label = f"{kind}, d={d}"
-                axes[0, col].plot(
-                    etas,
-                    [r["success_rate"] for r in rows],
-                    styles[s % 3],
-                    color=colours[kind],
-                    marker="o",
-                    ms=3,
-                    label=label,
-                )
-                axes[1, col].plot(
-                    etas, losses, styles[s % 3], color=colours[kind], marker="o", ms=3, label=label
-                )
+                look = dict(ls=styles[s % 3], color=colours.get(kind), **looks.get(kind, {}))
+                axes[0, col].plot(etas, [r["success_rate"] for r in rows], **look)
+                axes[1, col].plot(etas, losses, **look)
         steps = next((r["steps"] for r in records if r["mode"] == "descent"), None)
         axes[0, col].set_title(
             "one population step"
@@ -198,9 +196,14 @@ def plot_variants(results: dict):
             ax.set_xscale("log")
     axes[0, 0].set_ylabel("success rate")
     axes[1, 0].set_ylabel("median population loss (floor 1e-16)")
-    handles, labels = axes[0, 1].get_legend_handles_labels()
+    from matplotlib.lines import Line2D
+
+    handles = [
+        Line2D([], [], color=colours.get(kind), label=kind, **looks.get(kind, {}))
+        for kind in results["params"]["kinds"]
+    ] + [Line2D([], [], color="gray", ls=styles[s % 3], label=f"d={d}") for s, d in enumerate(ds)]
     fig.legend(
-        handles, labels, loc="lower center", ncol=3, fontsize=10, frameon=False
+        handles=handles, loc="lower center", ncol=len(handles), fontsize=10, frameon=False
     )  # below the panels
     fig.suptitle(
         f"Attention variants, m={results['params']['m']}, {results['params']['seeds']} seeds"
