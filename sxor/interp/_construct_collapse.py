@@ -85,8 +85,8 @@ def ellipse_parking_spots(count: int, radius, d: int, a, b) -> list[Token]:
     :math:`P_0 = (0, -s)` of direction :math:`(-1, k_i)`,
 
     .. math::
-        q(k) = P_0 + \lambda(k)\,(-1, k), \qquad
-        \lambda(k) = \frac{2 s\,(k (a + b) - b)}{a (1 + k^2) + b (k - 1)^2},
+        q(k) &= P_0 + \lambda(k)\,(-1, k), \\
+        \lambda(k) &= \frac{2 s\,(k (a + b) - b)}{a (1 + k^2) + b (k - 1)^2},
 
     at :math:`k_i = (b + a\,i/(\mathrm{count} + 1))/(a + b)`, :math:`i = 1, \dots, \mathrm{count}`,
     strictly between the tangent slope :math:`b/(a + b)` at :math:`P_0` and the slope :math:`1` of

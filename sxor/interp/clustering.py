@@ -238,8 +238,8 @@ class SnapPipeline:
 def snap_pipeline(X: Array, v: Array) -> SnapPipeline:
     r"""The rank-one softmax layer and the two snap layers that collapse ``X`` onto two exact points.
 
-    The direction :math:`v` must have distinct extreme projections
-    :math:`s_+ = \max_l \langle v, x_l \rangle > s_- = \min_l \langle v, x_l \rangle` (e.g. from
+    The direction :math:`v` must have distinct extreme projections :math:`s_+ > s_-`, where
+    :math:`s_+ = \max_l \langle v, x_l \rangle` and :math:`s_- = \min_l \langle v, x_l \rangle` (e.g. from
     :func:`~sxor.interp.lemmas.random_rank_one_instance`). Exact arithmetic throughout; floats are
     refused (convert them with ``Fraction`` on purpose).
 

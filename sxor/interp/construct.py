@@ -142,7 +142,11 @@ def softmax_interpolation_phase(
     clusters on the :math:`e_1` axis at :math:`t_k \ge 1 + \max \lVert y \rVert_\infty` (so no point
     of the axis is a goal), then one snap-move per cluster sends the segment
     :math:`t_k e_1 \pm \mathrm{gap}_k/4` exactly to its goal. Returns the projection, the snap-moves
-    and the radius :math:`\min(1 + \max \lVert y \rVert_\infty, \min_k \mathrm{gap}_k / 4) / \lVert v \rVert_\infty`:
+    and the radius
+
+    .. math::
+       \min(1 + \max \lVert y \rVert_\infty, \min_k \mathrm{gap}_k / 4) / \lVert v \rVert_\infty,
+
     the :math:`\ell^1` collapse error every cluster may have (Theorem 13.B).
 
     Parameters

@@ -269,8 +269,8 @@ def certify_cost(inputs: list[np.ndarray], targets: list[np.ndarray]) -> int:
     r"""An estimate of the work of building and certifying the softmax network, in cost units.
 
     .. math::
-       d \Big( f \sum_j n_j^2 + 16\,(2N + \textstyle\sum_j m_j) \sum_j n_j \Big),
-       \qquad f = \max(1, \lfloor b / 64 \rfloor)^2,
+       &d \Big( f \sum_j n_j^2 + 16\,(2N + \textstyle\sum_j m_j) \sum_j n_j \Big), \\
+       &f = \max(1, \lfloor b / 64 \rfloor)^2,
 
     with :math:`b` the largest bit length of a numerator or denominator of the data: the collapse
     compares every pair of tokens of a sequence (quadratic in :math:`n_j`, and slower on numbers

@@ -108,8 +108,11 @@ def softmax_attention_enclosure(
     evaluating any huge exponential: a term with exponent below :math:`-M` is enclosed by
     :math:`[0, e^{-M}]`, and a weight whose normaliser has an exponent above :math:`M` by
     :math:`[0, e^{-M}]` (both rigorous, since :math:`\exp` is increasing), with
-    :math:`M = 2\,\mathrm{prec} + \log_2(1 + \max_l \lVert x_l - m_i \rVert_1 |V|)` (rounded up) so
-    that a clamped weight moves the output by at most about :math:`e^{-2\,\mathrm{prec}}`. The work
+
+    .. math::
+       M = 2\,\mathrm{prec} + \log_2(1 + \max_l \lVert x_l - m_i \rVert_1 |V|)
+
+    (rounded up) so that a clamped weight moves the output by at most about :math:`e^{-2\,\mathrm{prec}}`. The work
     is bounded for every :math:`\tau > 0`.
 
     Parameters
@@ -410,7 +413,8 @@ def exp_neg_upper(a: np.ndarray) -> np.ndarray:
 
     Needs no accuracy promise from the platform's ``exp``: with :math:`y \le a \log_2 e` (rounded
     down), :math:`j = \lfloor y \rfloor`, :math:`w \le (y - j) \ln 2 \in [0, 0.7)` (rounded down),
-    :math:`e^{-a} \le 2^{-y} = 2^{-j} e^{-(y - j) \ln 2} \le 2^{-j} e^{-w}`, and :math:`e^{-w}` is at
+    :math:`e^{-a} \le 2^{-y} = 2^{-j} e^{-(y - j) \ln 2}` :math:`\le 2^{-j} e^{-w}`, and
+    :math:`e^{-w}` is at
     most its Taylor polynomial of degree 16 (an alternating series with decreasing terms, cut after a
     positive term). Horner's rule in float64 evaluates that polynomial with an error below
     :math:`32 u e^{w} + 17 u < 10^{-14}` for :math:`w < 0.7`; :math:`10^{-13}` is added. The scaling by
@@ -458,9 +462,9 @@ def softmax_attention_box(
     :math:`\pi_{il} = e^{(s_{il} - s_{i,\max})/\tau} / Z_i` with :math:`Z_i \ge k_i`,
 
     .. math::
-       |\mathrm{SA}_\tau(X)_{ir} - \mathrm{centre}_{ir}|
-       \le \sum_c |V_{rc}| \, \frac{1}{k_i} \sum_{l \notin C_i} e^{-(s_{i,\max} - s_{il})/\tau}\, |x_{lc} - m_{ic}|
-       =: \mathrm{radius}_{ir}.
+       &|\mathrm{SA}_\tau(X)_{ir} - \mathrm{centre}_{ir}| \\
+       &\quad\le \sum_c |V_{rc}| \, \frac{1}{k_i} \sum_{l \notin C_i} e^{-(s_{i,\max} - s_{il})/\tau} \\
+       &\qquad \cdot |x_{lc} - m_{ic}| =: \mathrm{radius}_{ir}.
 
     How it is computed, and why it is rigorous:
 

@@ -423,8 +423,8 @@ def hausdorff_squared(P: Array, Q: Array) -> Fraction | np.ndarray | torch.Tenso
 
     In the Euclidean norm,
 
-    .. math::  d_H(P, Q)^2 = \max\Big( \max_i \min_j \lVert p_i - q_j \rVert^2,\;
-               \max_j \min_i \lVert p_i - q_j \rVert^2 \Big).
+    .. math::  d_H(P, Q)^2 = \max\Big( &\max_i \min_j \lVert p_i - q_j \rVert^2,\; \\
+               &\max_j \min_i \lVert p_i - q_j \rVert^2 \Big).
 
     Exact :class:`~fractions.Fraction` (or an object array over the batch) when either input is an
     object array; a float tensor / numpy float otherwise.

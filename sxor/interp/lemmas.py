@@ -11,7 +11,8 @@ the chapter "The collapse lemmas"; the exact characterisations below are this bo
   :math:`\langle v, x_i \rangle > 0`, with the smallest if :math:`\langle v, x_i \rangle < 0`, and
   every token if :math:`\langle v, x_i \rangle = 0`.
 * **box** :math:`A = I`, tokens in :math:`[0, R]^d` containing the corner :math:`c = R \mathbf{1}`:
-  :math:`C_i = \{l : x_{lk} = R \text{ for every } k \text{ with } x_{ik} > 0\}`.
+  :math:`C_i` is the set of the :math:`l` with :math:`x_{lk} = R` for every :math:`k` with
+  :math:`x_{ik} > 0`.
 * **sphere** :math:`A = I`: a token of largest norm attends exactly to its own copies.
 * **the paper's class** :math:`A = a I + b\,u u^\top` (:func:`~sxor.interp.lemmas.low_rank_layer`):
   tokens of one sphere keep to themselves iff :math:`b/a` is below
@@ -328,9 +329,9 @@ def low_rank_threshold(Q: object, u: object) -> Fraction | None:
     The left side is positive, so every :math:`q` attends only to itself iff :math:`b/a < \beta^*`,
 
     .. math::
-        \beta^* = \min\Big\{\frac{\lVert q \rVert^2 - \langle q, q' \rangle}
-        {\langle u, q \rangle \langle u, q' - q \rangle} :\ q \ne q',\
-        \langle u, q \rangle \langle u, q' - q \rangle > 0\Big\}
+        \beta^* = \min\Big\{&\frac{\lVert q \rVert^2 - \langle q, q' \rangle}
+        {\langle u, q \rangle \langle u, q' - q \rangle} :\ q \ne q', \\
+        &\langle u, q \rangle \langle u, q' - q \rangle > 0\Big\}
 
     (``None`` when no pair has a positive denominator: every :math:`b/a \ge 0` works). Exact.
 
@@ -374,12 +375,16 @@ def low_rank_threshold(Q: object, u: object) -> Fraction | None:
 def circle_threshold_bound(M: int) -> Fraction:
     r"""An upper bound on the threshold :math:`\beta^*` of the :math:`M` circle spots of chapter 13, :math:`u = \mathbf{1}`.
 
-    The spots are :math:`q(t_i) = -\varrho\,(2t_i, 1 - t_i^2, 0, \dots, 0)/(1 + t_i^2)`,
+    The spots are
+
+    .. math::
+        q(t_i) = -\varrho\,(2t_i, 1 - t_i^2, 0, \dots, 0)/(1 + t_i^2),
+
     :math:`t_i = i/(M + 1)`. For :math:`M \ge 3` the pair of the last two spots gives the ratio
 
     .. math::
-        r(M) = \frac{(M + 1)(2M^2 + 2M + 1)}{2(M^2 - M - 1)(2M^2 + 4M + 1)}
-        = \frac{1}{2M} + O(M^{-2}) < \frac1M,
+        r(M) &= \frac{(M + 1)(2M^2 + 2M + 1)}{2(M^2 - M - 1)(2M^2 + 4M + 1)} \\
+        &= \frac{1}{2M} + O(M^{-2}) < \frac1M,
 
     so :math:`\beta^* \le r(M)` (chapter 13, the circle threshold tends to zero). Exact.
 

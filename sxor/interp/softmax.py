@@ -22,8 +22,8 @@ A snap layer (:math:`\eta = 0`, width 3) maps the slab :math:`|\langle v, x \ran
 exactly onto a point :math:`p` and the rest of space onto the line :math:`p + \mathbb{R} q`:
 
 .. math::
-   \operatorname{snap}(x) = p + q \big[\operatorname{relu}(\langle v, x \rangle - s - h)
-   - \operatorname{relu}(s - h - \langle v, x \rangle)\big].
+   \operatorname{snap}(x) = p + q \big[&\operatorname{relu}(\langle v, x \rangle - s - h) \\
+   &- \operatorname{relu}(s - h - \langle v, x \rangle)\big].
 """
 
 from __future__ import annotations
@@ -206,7 +206,11 @@ def snap_layer(v: object, s: Scalar, h: Scalar, p: object, q: object) -> dict[st
     r"""Parameters of the width-3, :math:`\eta = 0` feed-forward snap layer, for ``feed_forward(X, **params)``.
 
     The layer is
-    :math:`\operatorname{snap}(x) = p + q [\operatorname{relu}(\langle v, x \rangle - s - h) - \operatorname{relu}(s - h - \langle v, x \rangle)]`.
+
+    .. math::
+       \operatorname{snap}(x) = p + q [&\operatorname{relu}(\langle v, x \rangle - s - h) \\
+       &- \operatorname{relu}(s - h - \langle v, x \rangle)].
+
     On the slab :math:`|\langle v, x \rangle - s| \le h` both ReLUs are off, so the output is exactly
     :math:`p` (in float too: the two products are 0 and :math:`p \cdot 1`). Exact parameters
     (Fractions) when every argument is rational, float64 numpy arrays otherwise.
@@ -287,10 +291,18 @@ def snap_temperature_bound(
     * ``kind="gap"`` (closed form): with
       :math:`D_i = \max_{l \notin C_i} |\langle v, V (x_l - m_i) \rangle|` and
       :math:`r_i = (h - a_i) / D_i`, the worst-case :math:`\varepsilon_i` is at most :math:`r_i` as
-      soon as :math:`\tau \le g_i / \log\big((n - k_i)(1 - r_i) / (r_i k_i)\big)`.
+      soon as
+
+      .. math::
+         \tau \le g_i / \log\big((n - k_i)(1 - r_i) / (r_i k_i)\big).
+
     * ``kind="per-token"``: :math:`\pi_{il} \le e^{-(s_\mathrm{top} - s_{il})/\tau} / k_i` for each
       :math:`l`, so the shift along :math:`v` is at most
-      :math:`B_i(\tau) = \frac{1}{k_i} \sum_{l \notin C_i} |\langle v, V (x_l - m_i) \rangle|\, e^{-(s_\mathrm{top} - s_{il})/\tau}`,
+
+      .. math::
+         B_i(\tau) = \frac{1}{k_i} \sum_{l \notin C_i} &|\langle v, V (x_l - m_i) \rangle| \\
+         &\cdot e^{-(s_\mathrm{top} - s_{il})/\tau},
+
       increasing in :math:`\tau`; the largest :math:`\tau` with :math:`B_i(\tau) \le h - a_i` is
       found by bisection (to relative :math:`10^{-12}`).
 
