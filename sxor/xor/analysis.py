@@ -311,7 +311,17 @@ def median_separating_step(
 
 def smallest_m(ms: npt.ArrayLike, rates: npt.ArrayLike, target: float = 0.95) -> float:
     """Smallest ``m`` with success rate ``>= target``, linearly interpolated between grid points:
-    the crossing after the last grid point below ``target``; ``nan`` if the last rate is below it."""
+    the crossing after the last grid point below ``target``; ``nan`` if the last rate is below it.
+
+    Parameters
+    ----------
+    ms : ~numpy.typing.ArrayLike
+        The grid of ``m``, 1-d and strictly increasing.
+    rates : ~numpy.typing.ArrayLike
+        The success rate at each grid point, of the same length.
+    target
+        The success rate to reach.
+    """
     ms, rates = np.asarray(ms, dtype=float), np.asarray(rates, dtype=float)
     if ms.ndim != 1 or ms.shape != rates.shape or len(ms) < 1:
         raise ValueError(

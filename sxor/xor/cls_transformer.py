@@ -1,28 +1,35 @@
 r"""An ordinary one-layer, two-head transformer with a CLS token that computes exactly :math:`f(x)`.
 
 Tokens live in :math:`\mathbb{R}^D`, :math:`D = m + 3`, laid out as
-``[position (m) | bit one-hot (2) | CLS flag (1)]``:
+``[position (m) | bit one-hot (2) | CLS flag (1)]``. An input token :math:`i`
+(:math:`i = 1, \dots, d`) is
 
-* input token :math:`i` (:math:`i = 1, \dots, d`):
-  :math:`z_i = (v_i, \mathbb{1}\{x_i = +1\}, \mathbb{1}\{x_i = -1\}, 0)`, the sum of a positional
-  embedding (the frozen :math:`v_i`) and a bit embedding;
-* the CLS token, prepended at index 0: :math:`z_0 = e_\mathrm{CLS} = (0, \dots, 0, 0, 0, 1)`
-  (:math:`m + 2` zeros, then 1).
+.. math::
+   z_i = (v_i, \mathbb{1}\{x_i = +1\}, \mathbb{1}\{x_i = -1\}, 0),
+
+the sum of a positional embedding (the frozen :math:`v_i`) and a bit embedding, and the CLS
+token, prepended at index 0, is :math:`z_0 = e_\mathrm{CLS} = (0, \dots, 0, 0, 0, 1)`
+(:math:`m + 2` zeros, then 1).
 
 Head :math:`h` has ``W_Q^h, W_K^h [m, D]`` and ``W_V^h [1, D]``, and standard (unscaled)
 softmax attention with a structural mask: no token attends to the CLS token. Structural zeros
 make the keys depend on the position only and the values on the bit only:
 
 .. math::
-   W_Q^h = \theta_h e_\mathrm{CLS}^\top,\quad W_K^h = [I_m\;0\;0\;0],\quad
-   W_V^h = (0, \dots, 0, 1, -1, 0),
+   \begin{aligned}
+   W_Q^h &= \theta_h e_\mathrm{CLS}^\top,\quad W_K^h = [I_m\;0\;0\;0],\\
+   W_V^h &= (0, \dots, 0, 1, -1, 0),
+   \end{aligned}
 
 so the CLS query of head :math:`h` is :math:`\theta_h`, its scores are :math:`v_i \cdot \theta_h`
 and its output is :math:`o_h = \sum_i \gamma_i^h x_i`. The read-out is a fixed two-unit layer
 with square activation, which by polarisation is :math:`f(x)`:
 
 .. math::
-   f = -\tfrac{1}{4} (o_1 + o_2)^2 + \tfrac{1}{4} (o_1 - o_2)^2 = -o_1 o_2.
+   \begin{aligned}
+   f &= -\tfrac{1}{4} (o_1 + o_2)^2 + \tfrac{1}{4} (o_1 - o_2)^2\\
+   &= -o_1 o_2.
+   \end{aligned}
 """
 
 from __future__ import annotations

@@ -150,8 +150,10 @@ def empirical_grad(
     With :math:`r_k = f(x_k) - y_k`, :math:`g = \gamma`, :math:`h = \tilde\gamma`:
 
     .. math::
-       \frac{\partial L_n}{\partial g} = -\frac{1}{n} \sum_k r_k (h \cdot x_k)\, x_k, \qquad
-       \frac{\partial L_n}{\partial h} = -\frac{1}{n} \sum_k r_k (g \cdot x_k)\, x_k,
+       \begin{aligned}
+       \frac{\partial L_n}{\partial g} &= -\frac{1}{n} \sum_k r_k (h \cdot x_k)\, x_k,\\
+       \frac{\partial L_n}{\partial h} &= -\frac{1}{n} \sum_k r_k (g \cdot x_k)\, x_k,
+       \end{aligned}
 
     then :math:`\partial L_n / \partial\theta = V^\top J_\phi(s)^\top\, \partial L_n / \partial g`.
 

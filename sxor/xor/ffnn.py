@@ -184,7 +184,11 @@ def exact_xor_network(
 ) -> FFNNParams:
     r"""A width-2 network equal to :math:`y = -x_a x_b` on the whole hypercube.
 
-    :math:`\mathrm{relu}(x_a - x_b) + \mathrm{relu}(x_b - x_a) - 1 = |x_a - x_b| - 1`.
+    .. math::
+       \begin{aligned}
+       &\mathrm{relu}(x_a - x_b) + \mathrm{relu}(x_b - x_a) - 1\\
+       &\qquad = |x_a - x_b| - 1.
+       \end{aligned}
 
     Parameters
     ----------

@@ -225,9 +225,11 @@ def kparity_grad_from_weights(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     r"""The loss and its gradient with respect to the weights, ``([...], [..., k, d])``.
 
-    :math:`\partial S_c/\partial\gamma^{(r)}_i = c_r(\gamma^{(r)}_i)^{c_r-1}
-    \prod_{s\ne r}(\gamma^{(s)}_i)^{c_s}`, chained through the polynomial; the permanent's
-    gradient is the permanent of the minors. Raises as :func:`kparity_loss_from_weights` does.
+    .. math::
+       \partial S_c/\partial\gamma^{(r)}_i = c_r(\gamma^{(r)}_i)^{c_r-1}
+       \prod_{s\ne r}(\gamma^{(s)}_i)^{c_s},
+
+    chained through the polynomial; the permanent's gradient is the permanent of the minors. Raises as :func:`kparity_loss_from_weights` does.
     """
     k, _ = _check_weights(weights, support)
     w = weights

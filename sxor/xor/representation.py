@@ -251,10 +251,12 @@ def linear_loss_floor(V: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
     r"""The chapter's floor for linear attention, valid for every pair of queries, shape ``[...]``.
 
     .. math::
-       L \ge \frac{1}{2} - \frac{\tau^2}{1 - \varepsilon}, \qquad
-       \varepsilon = \sum_i \lVert \Pi e_i \rVert^4, \qquad
-       \tau^2 = \tfrac{1}{2}\big(\lVert \Pi e_a \rVert^2 \lVert \Pi e_b \rVert^2
+       \begin{aligned}
+       L &\ge \frac{1}{2} - \frac{\tau^2}{1 - \varepsilon},\\
+       \varepsilon &= \sum_i \lVert \Pi e_i \rVert^4,\\
+       \tau^2 &= \tfrac{1}{2}\big(\lVert \Pi e_a \rVert^2 \lVert \Pi e_b \rVert^2
        + \langle \Pi e_a, \Pi e_b \rangle^2\big),
+       \end{aligned}
 
     with :math:`\Pi` the orthogonal projection onto :math:`\operatorname{span}(\mathbf{1}, V)`;
     ``nan`` where :math:`\varepsilon \ge 1` (the bound says nothing).
@@ -416,13 +418,25 @@ def erf_depth_floor(k: int, *, tol: Fraction | None = None) -> tuple[Fraction, F
     If every query gives at least ``k`` non-target scores :math:`s_j \ge 0`, each head has
     :math:`g_{i^*} \le c`, :math:`g_{i^*} + g_{j^*} \le u` with :math:`c = 2/(2+k)`,
     :math:`u = 4/(4+k)`, and the loss is at least
-    :math:`F_k(p, q) = \frac12\big[(1-p-q)^2 + \frac k2 (p^2+q^2)\big]` with
-    :math:`p = g_{i^*}\tilde g_{j^*}`, :math:`q = g_{j^*}\tilde g_{i^*}`; its minimum lies where
+
+    .. math::
+       \begin{aligned}
+       F_k(p, q) = \frac12\big[&(1-p-q)^2\\
+       &+ \frac k2 (p^2+q^2)\big]
+       \end{aligned}
+
+    with :math:`p = g_{i^*}\tilde g_{j^*}`, :math:`q = g_{j^*}\tilde g_{i^*}`; its minimum lies where
     :math:`g_{i^*} + g_{j^*} = \tilde g_{i^*} + \tilde g_{j^*} = u`. With :math:`x = g_{i^*}`,
     :math:`y = \tilde g_{j^*}` in :math:`[u - c, c]` this is a function of two variables, and a
     branch and bound over squares in exact rational arithmetic bounds it below: on a square,
     :math:`p` and :math:`q` lie in exact intervals (both are monotone in :math:`x` and
-    :math:`y`), and :math:`F_k \ge \frac12[(1-p_{\max}-q_{\max})^2 + \frac k2(p_{\min}^2+q_{\min}^2)]`.
+    :math:`y`), and
+
+    .. math::
+       \begin{aligned}
+       F_k \ge \frac12[&(1-p_{\max}-q_{\max})^2\\
+       &+ \frac k2(p_{\min}^2+q_{\min}^2)].
+       \end{aligned}
 
     Returns ``(lower, attained)``: ``lower`` is a proved lower bound on :math:`\min F_k`, and
     ``attained`` the value of :math:`F_k` at a feasible point, so :math:`\min F_k` lies in

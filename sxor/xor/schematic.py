@@ -2,9 +2,12 @@ r"""A schematic of the two-head attention model of Part I, drawn from actual num
 
 :func:`draw_two_head_model` draws one forward pass of
 
-.. math::  \gamma = \operatorname{softmax}(V\theta),\quad
-           \tilde\gamma = \operatorname{softmax}(V\tilde\theta),\quad
-           f(x) = -(\gamma\cdot x)(\tilde\gamma\cdot x)
+.. math::
+   \begin{aligned}
+   \gamma &= \operatorname{softmax}(V\theta),\quad
+   \tilde\gamma = \operatorname{softmax}(V\tilde\theta),\\
+   f(x) &= -(\gamma\cdot x)(\tilde\gamma\cdot x)
+   \end{aligned}
 
 for a small input: the bits :math:`x_i` are the values, the frozen keys :math:`v_i \in S^{m-1}`
 sit beside them, the two learnable queries :math:`\theta,\tilde\theta` feed the two softmax heads,

@@ -1,9 +1,9 @@
 r"""Inner products of independent uniform vectors on the sphere :math:`S^{m-1}`.
 
-For :math:`u, v` independent and uniform on :math:`S^{m-1}`, :math:`t = \langle u, v \rangle` has density
+For :math:`u, v` independent and uniform on :math:`S^{m-1}`, :math:`t = \langle u, v \rangle` has, for
+:math:`t \in [-1, 1]`, the density
 
 .. math::  p_m(t) = \frac{\Gamma(m/2)}{\sqrt{\pi}\,\Gamma((m-1)/2)}\,(1 - t^2)^{(m-3)/2},
-           \qquad t \in [-1, 1],
 
 mean 0 and variance exactly :math:`1/m`; :math:`\sqrt{m}\, t` tends to a standard normal. This
 quantifies how nearly orthogonal the frozen positional embeddings are.
