@@ -506,7 +506,7 @@ MIN_PHONE_VISIBLE = 0.7
 #: inside a word. The first two are ceilings measured on the book as it stands (they were 120
 #: equations, all without a cue, and 78 inline formulas): lower them as equations are broken
 #: and long inline formulas become display math, towards a handful each; never raise them.
-PHONE_BUDGET = {"wide_equation": 40, "no_cue": 0, "inline_scroll": 78, "midword_link": 0}
+PHONE_BUDGET = {"wide_equation": 3, "no_cue": 0, "inline_scroll": 3, "midword_link": 0}
 
 
 #: MyST syntax that must never reach a reader as text: a directive fence, a role, an option line.
