@@ -215,23 +215,6 @@ def bootstrap_instances(
                 censored[j] += 1
             samples[r, j] = value
     used = np.array([fit_d is None or d in fit_d for d in ds])
-    x = np.log(np.array(ds, dtype=float))[used]
-    fit = analysis.fit_line(x, np.array(points)[used])
-    A = np.stack([np.ones_like(x), x], axis=1)
-    slopes = np.linalg.lstsq(A, samples[:, used].T, rcond=None)[0][1]
-    q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
-    m_low, m_high = np.percentile(samples, q, axis=0)
-    slope_low, slope_high = np.percentile(slopes, q)
-    return analysis.SlopeBootstrap(
-        np.array(ds),
-        np.array(points),
-        m_low,
-        m_high,
-        fit.slope,
-        fit.intercept,
-        float(slope_low),
-        float(slope_high),
-        float(censored.sum()) / (resamples * len(ds)),
-        used,
-        censored,
+    return analysis.summarise_bootstrap(
+        ds, points, samples, level, float(censored.sum()) / (resamples * len(ds)), used, censored
     )

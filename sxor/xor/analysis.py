@@ -421,8 +421,6 @@ def bootstrap_smallest_m(
             points.append(value)
     if len(ds) < 2:
         raise ValueError("need at least two d with a finite smallest m")
-    x = np.log(np.array(ds, dtype=float))
-    fit = fit_line(x, points)
     samples = np.empty((resamples, len(ds)))
     censored = 0
     for j, d in enumerate(ds):
@@ -433,8 +431,27 @@ def bootstrap_smallest_m(
             if not np.isfinite(value):
                 value, censored = ms[-1], censored + 1
             samples[r, j] = value
+    return summarise_bootstrap(ds, points, samples, level, censored / (resamples * len(ds)))
+
+
+def summarise_bootstrap(
+    ds: list[int],
+    points: list[float],
+    samples: np.ndarray,
+    level: float,
+    censored: float,
+    used: np.ndarray | None = None,
+    censored_by_d: np.ndarray | None = None,
+) -> SlopeBootstrap:
+    """The :class:`SlopeBootstrap` of the bootstrap ``samples`` ``[resamples, len(ds)]`` of the
+    smallest ``m`` at each of ``ds`` (point estimates ``points``): percentile intervals at
+    ``level`` for each ``d`` and for the least-squares slope in ``ln d`` over the ``d`` marked in
+    ``used`` (all when ``None``); ``censored`` is the censored fraction to report."""
+    keep = np.ones(len(ds), dtype=bool) if used is None else used
+    x = np.log(np.array(ds, dtype=float))[keep]
+    fit = fit_line(x, np.array(points)[keep])
     A = np.stack([np.ones_like(x), x], axis=1)
-    slopes = np.linalg.lstsq(A, samples.T, rcond=None)[0][1]
+    slopes = np.linalg.lstsq(A, samples[:, keep].T, rcond=None)[0][1]
     q = [(1 - level) / 2 * 100, (1 + level) / 2 * 100]
     m_low, m_high = np.percentile(samples, q, axis=0)
     slope_low, slope_high = np.percentile(slopes, q)
@@ -447,7 +464,9 @@ def bootstrap_smallest_m(
         fit.intercept,
         float(slope_low),
         float(slope_high),
-        censored / (resamples * len(ds)),
+        censored,
+        used,
+        censored_by_d,
     )
 
 
