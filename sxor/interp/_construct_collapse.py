@@ -77,24 +77,36 @@ def _parking_spot(i: int, count: int, radius: Fraction, d: int) -> Token:
 
 
 def ellipse_parking_spots(count: int, radius, d: int, a, b) -> list[Token]:
-    r"""``count`` rational points of one :math:`A`-ellipse in the negative quadrant, :math:`A = a I + b \mathbf{1}\mathbf{1}^\top`.
+    r"""``count`` rational points of one :math:`A`-ellipse in the negative quadrant.
 
-    The points are :math:`q = (q_1, q_2, 0, \dots, 0)` with :math:`q_1, q_2 < 0` and
-    :math:`q^\top A q = (a + b) s^2`, :math:`s = \varrho\,(a + 2b)/(a + b)` (``radius`` is
-    :math:`\varrho`): the second intersection of the ellipse with the line through its point
-    :math:`P_0 = (0, -s)` of direction :math:`(-1, k_i)`,
+    Here :math:`A = a I + b \mathbf{1}\mathbf{1}^\top` (section 13c, full rank: parking on an
+    ellipse). The points are :math:`\xi = (\xi_1, \xi_2, 0, \dots, 0)` with
+    :math:`\xi_1, \xi_2 < 0` and
 
     .. math::
-        q(k) &= P_0 + \lambda(k)\,(-1, k), \\
-        \lambda(k) &= \frac{2 s\,(k (a + b) - b)}{a (1 + k^2) + b (k - 1)^2},
+        \xi^\top A \xi &= (a + b)\,\hat\varrho^2, \\
+        \hat\varrho &= \varrho\,(a + 2b)/(a + b)
 
-    at :math:`k_i = (b + a\,i/(\mathrm{count} + 1))/(a + b)`, :math:`i = 1, \dots, \mathrm{count}`,
-    strictly between the tangent slope :math:`b/(a + b)` at :math:`P_0` and the slope :math:`1` of
-    the chord to :math:`(-s, 0)` (:math:`q_1 < 0` iff :math:`k(a + b) > b`, :math:`q_2 < 0` iff
-    :math:`k^2 < 1`). Rational, pairwise distinct (distinct lines through :math:`P_0` meet only
-    there), all of Euclidean norm
-    :math:`\ge \varrho` (as :math:`q^\top A q \le (a + 2b) \lVert q \rVert^2`). For
-    :math:`b = 0` they are the circle spots of :func:`~sxor.interp.construct.leader_phase`.
+    (``radius`` is :math:`\varrho`): the second intersection of the ellipse with the line through
+    its point :math:`\xi^\circ = (0, -\hat\varrho)` of direction :math:`(-1, \psi_i)`,
+
+    .. math::
+        \tilde\xi(\psi) &= \xi^\circ + \chi(\psi)\,(-1, \psi), \\
+        \chi(\psi) &= \frac{2 \hat\varrho\,(\psi (a + b) - b)}
+        {a (1 + \psi^2) + b (\psi - 1)^2},
+
+    at
+
+    .. math::
+        \psi_i = \frac{b + a\,i/(\mathrm{count} + 1)}{a + b},
+
+    :math:`i = 1, \dots, \mathrm{count}`, strictly between the direction parameter
+    :math:`b/(a + b)` of the tangent at :math:`\xi^\circ` and the parameter :math:`1` of the
+    chord to :math:`(-\hat\varrho, 0)` (:math:`\tilde\xi_1 < 0` iff :math:`\psi(a + b) > b`,
+    :math:`\tilde\xi_2 < 0` iff :math:`\psi^2 < 1`). Rational, pairwise distinct (distinct lines
+    through :math:`\xi^\circ` meet only there), all of Euclidean norm :math:`\ge \varrho` (as
+    :math:`\xi^\top A \xi \le (a + 2b) \lVert \xi \rVert^2`). For :math:`b = 0` they are the
+    circle spots of :func:`~sxor.interp.construct.leader_phase`.
 
     Parameters
     ----------

@@ -14,10 +14,11 @@ the chapter "The collapse lemmas"; the exact characterisations below are this bo
   :math:`C_i` is the set of the :math:`l` with :math:`x_{lk} = R` for every :math:`k` with
   :math:`x_{ik} > 0`.
 * **sphere** :math:`A = I`: a token of largest norm attends exactly to its own copies.
-* **the paper's class** :math:`A = a I + b\,u u^\top` (:func:`~sxor.interp.lemmas.low_rank_layer`):
-  tokens of one sphere keep to themselves iff :math:`b/a` is below
-  :func:`~sxor.interp.lemmas.low_rank_threshold` (chapter 13, the low-rank collapse); on the
-  circle of chapter 13 it is at most :func:`~sxor.interp.lemmas.circle_threshold_bound` :math:`< 1/M`.
+* **identity plus rank one** :math:`A = a I + b\,u u^\top`
+  (:func:`~sxor.interp.lemmas.low_rank_layer`): tokens of one sphere keep to themselves iff
+  :math:`b/a` is below :func:`~sxor.interp.lemmas.low_rank_threshold` (section 13c, low-rank
+  attention in the collapse); on the circle of chapter 13 it is at most
+  :func:`~sxor.interp.lemmas.circle_threshold_bound` :math:`< 1/M`.
 
 Every function works on exact object arrays of :class:`~fractions.Fraction` (see
 :mod:`sxor.interp.layers`); random instances are drawn with an explicit ``torch.Generator``.
@@ -114,7 +115,9 @@ def identity_layer(d: int) -> dict[str, object]:
 
 
 def low_rank_layer(a: object, b: object, u: object) -> dict[str, object]:
-    r"""Parameters :math:`A = a I + b\,u u^\top`, :math:`\rho = 0`, :math:`V = I` (the paper's class), for ``self_attention(X, **p)``.
+    r"""Parameters of the layer :math:`A = a I + b\,u u^\top`, :math:`\rho = 0`, :math:`V = I`.
+
+    For ``self_attention(X, **p)``; the letters :math:`a, b, u` are those of section 13c.
 
     Parameters
     ----------
@@ -321,17 +324,23 @@ def outermost_tokens(X: object) -> list[int]:
 
 
 def low_rank_threshold(Q: object, u: object) -> Fraction | None:
-    r"""The largest ratio :math:`b/a` for which :math:`A = a I + b\,u u^\top` keeps tokens of one sphere apart.
+    r"""The threshold :math:`\omega^*` on :math:`b/a` below which tokens of one sphere stay apart.
 
-    For pairwise distinct tokens :math:`q` of one Euclidean norm and :math:`a > 0`, :math:`b \ge 0`,
-    token :math:`q` scores itself above every other :math:`q'` iff
-    :math:`a(\lVert q \rVert^2 - \langle q, q' \rangle) > b\,\langle u, q \rangle \langle u, q' - q \rangle`.
-    The left side is positive, so every :math:`q` attends only to itself iff :math:`b/a < \beta^*`,
+    Here :math:`A = a I + b\,u u^\top`. For pairwise distinct tokens :math:`\xi` of one
+    Euclidean norm and :math:`a > 0`, :math:`b \ge 0`, token :math:`\xi` scores itself above
+    every other :math:`\xi'` iff
 
     .. math::
-        \beta^* = \min\Big\{&\frac{\lVert q \rVert^2 - \langle q, q' \rangle}
-        {\langle u, q \rangle \langle u, q' - q \rangle} :\ q \ne q', \\
-        &\langle u, q \rangle \langle u, q' - q \rangle > 0\Big\}
+        &a(\lVert \xi \rVert^2 - \langle \xi, \xi' \rangle) \\
+        &\quad > b\,\langle u, \xi \rangle \langle u, \xi' - \xi \rangle.
+
+    The left side is positive, so every :math:`\xi` attends only to itself iff
+    :math:`b/a < \omega^*`, where (section 13c, the circle parking has a threshold)
+
+    .. math::
+        &\omega^* = \min\Big\{\frac{\lVert \xi \rVert^2 - \langle \xi, \xi' \rangle}
+        {\langle u, \xi \rangle \langle u, \xi' - \xi \rangle} :\\
+        &\quad \xi \ne \xi',\ \langle u, \xi \rangle \langle u, \xi' - \xi \rangle > 0\Big\}
 
     (``None`` when no pair has a positive denominator: every :math:`b/a \ge 0` works). Exact.
 
@@ -373,20 +382,23 @@ def low_rank_threshold(Q: object, u: object) -> Fraction | None:
 
 
 def circle_threshold_bound(M: int) -> Fraction:
-    r"""An upper bound on the threshold :math:`\beta^*` of the :math:`M` circle spots of chapter 13, :math:`u = \mathbf{1}`.
+    r"""The bound :math:`\omega_+(M)` on the threshold :math:`\omega^*` of the :math:`M` circle spots.
 
-    The spots are
+    The spots are those of chapter 13, with :math:`u = \mathbf{1}`:
 
     .. math::
-        q(t_i) = -\varrho\,(2t_i, 1 - t_i^2, 0, \dots, 0)/(1 + t_i^2),
+        \xi(t_i) &= -\varrho\,(2t_i, 1 - t_i^2, 0, \dots, 0) \\
+        &\quad /(1 + t_i^2),
 
     :math:`t_i = i/(M + 1)`. For :math:`M \ge 3` the pair of the last two spots gives the ratio
 
     .. math::
-        r(M) &= \frac{(M + 1)(2M^2 + 2M + 1)}{2(M^2 - M - 1)(2M^2 + 4M + 1)} \\
-        &= \frac{1}{2M} + O(M^{-2}) < \frac1M,
+        &\omega_+(M) \\
+        &\ = \frac{(M + 1)(2M^2 + 2M + 1)}{2(M^2 - M - 1)(2M^2 + 4M + 1)} \\
+        &\ = \frac{1}{2M} + O(M^{-2}) < \frac1M,
 
-    so :math:`\beta^* \le r(M)` (chapter 13, the circle threshold tends to zero). Exact.
+    so :math:`\omega^* \le \omega_+(M)` (section 13c, the circle threshold tends to zero).
+    Exact.
 
     Parameters
     ----------
