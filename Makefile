@@ -64,7 +64,7 @@ test: $(STAMP)
 
 # Unit tests and nbval over every notebook (the middle of `make test`).
 pytest: $(STAMP)
-	TQDM_DISABLE=1 timeout 1500 $(PY) -m pytest --nbval --nbval-current-env \
+	TQDM_DISABLE=1 timeout 2100 $(PY) -m pytest --nbval --nbval-current-env \
 	  --nbval-cell-timeout=300 --nbval-sanitize-with tests/nbval_sanitize.cfg -q \
 	  -n 2 --dist loadfile
 
