@@ -237,7 +237,7 @@ KNOWN = {
     "part1/02_population_gradient.ipynb": [
         "**Lemma 2.1** (Rademacher fourth moments)",
         "**Corollary 2.1** (Parseval form)",
-        "**Exercise 2.2** (★ The error bound on every input, by enumeration)",
+        "**Exercise 2.3** (★ Where the error bound is attained)",
         "**Fig. 2.1** Monte Carlo estimates",
         "\\tag{2.2}",
         "## 2.1. Fourth moments of Rademacher variables",
@@ -245,7 +245,7 @@ KNOWN = {
     ],
     "part1/04b_smallest_m.ipynb": [
         "**Fig. 4.6**",
-        "**Exercise 4.4** (★ The tail of the Cauchy law)",
+        "**Exercise 4.5** (★ The tail of the Cauchy law)",
     ],
     "part2/14_cost.ipynb": [
         "[Exercise 14.1](" + site_url() + "book/part2/14_cost.html#ex-14-one-move)"
