@@ -257,6 +257,15 @@ def test_the_quizzes_of_the_book_lose_their_answers_in_the_edition(edition):
     assert len(re.findall(r"^\*\*\d+\.\*\* ", text, re.MULTILINE)) == 20
 
 
+def test_the_graders_key_is_folded_on_the_site_and_removed_from_the_edition(edition):
+    original = (BOOK / "instructors.md").read_text()
+    student = (edition / "instructors.md").read_text()
+    assert ":class: dropdown instructor-only" in original
+    assert "what earns the points" in original and "what earns the points" not in student
+    assert "{ref}`ex-14-one-move` (20)" in original and "{ref}`ex-14-one-move` (20)" not in student
+    assert "### Grader's key" in student  # the heading stays, so the page's outline is the same
+
+
 def test_an_unclosed_quiz_answer_is_refused():
     with pytest.raises(ValueError, match=r"quiz\.md: unclosed"):
         student_page("```{admonition} Answer\n:class: quiz-answer\nno end", "quiz.md")

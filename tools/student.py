@@ -14,6 +14,7 @@ Three formats are removed (the book's conventions, ``book/README.md``):
   end block, in the same cell, is kept;
 * a quiz answer: any directive whose ``:class:`` option names ``quiz-answer`` (the instructors'
   page folds its answers in ```` ```{admonition} Answer ```` with ``:class: dropdown quiz-answer``),
+  and anything for instructors only, class ``instructor-only`` (the grader's key),
   in a notebook's markdown cell or in a markdown page.
 
 A markdown cell left empty is dropped. A gated solution that never ends, or an end without a
@@ -42,6 +43,8 @@ SOLUTION, SOLUTION_START, SOLUTION_END = "solution", "solution-start", "solution
 EXERCISES = ("exercise", "exercise-start")
 #: The class that marks a directive as a quiz answer, removed from the student edition.
 QUIZ_ANSWER = "quiz-answer"
+#: The class that marks a directive for instructors only (the grader's key), removed as well.
+INSTRUCTOR_ONLY = "instructor-only"
 
 
 def directive_classes(lines: list[str], start: int) -> list[str]:
@@ -114,7 +117,8 @@ def strip_solutions(text: str, gated: bool = False) -> tuple[str, bool]:
                 )
             index += 1  # a line of the solution
             continue
-        if name == SOLUTION or (match and QUIZ_ANSWER in directive_classes(lines, index)):
+        hidden = match and {QUIZ_ANSWER, INSTRUCTOR_ONLY} & set(directive_classes(lines, index))
+        if name == SOLUTION or hidden:
             index = block_end(lines, index, match["fence"]) + 1
         elif name == SOLUTION_START:
             index = block_end(lines, index, match["fence"]) + 1

@@ -91,7 +91,7 @@ def _geometry(ax, R: float, rho: float, lim: tuple[float, float]):
         color="0.25",
         lw=2.0,
         zorder=1,
-        label=r"parking arc $|q|=\varrho$",
+        label=r"parking arc $|\xi|=\varrho$",
     )
 
 
