@@ -142,6 +142,10 @@ def test_make_pdf_writes_the_whole_book(tmp_path):
     assert (
         "API reference" not in str(titles) and "API reference" not in reader.pages[1].extract_text()
     )
+    # the title page names the version and the commit it was built from
+    assert "Version " in reader.pages[0].extract_text() and "built from commit" in " ".join(
+        reader.pages[0].extract_text().split()
+    )
     book = (site / "book" / "intro.html").read_text()
     for numbered in ("Fig. 1.1", "Theorem 2.1", "Exercise 1.1", "(2.1)"):
         assert numbered in book, f"{numbered} is not numbered in the single-page build"

@@ -151,10 +151,14 @@
   const title = doc.createElement("section");
   title.className = "sxor-title-page";
   const h1 = intro.querySelector("h1");
-  title.innerHTML = "<p class='sxor-title'></p><p class='sxor-subtitle'></p><p class='sxor-author'></p>";
+  title.innerHTML = "<p class='sxor-title'></p><p class='sxor-subtitle'></p><p class='sxor-author'></p>" +
+    "<p class='sxor-version'></p>";
   title.querySelector(".sxor-title").textContent = h1 ? h1.textContent.trim() : doc.title;
   title.querySelector(".sxor-subtitle").textContent = "Executable lecture notes";
   title.querySelector(".sxor-author").textContent = options.author || "";
+  // the version and commit the build stamped on every page (the footer's "Version ..." line)
+  const edition = doc.querySelector(".sxor-edition");
+  title.querySelector(".sxor-version").textContent = edition ? edition.textContent.trim() : "";
   article.insertBefore(contents, article.firstChild);
   article.insertBefore(title, contents);
   return { entries: entries };
