@@ -299,7 +299,7 @@ def plan_form(d: int, m: int, itemsize: int, layout: str, threads: int, instance
     """The form of the kernel for this problem (``_native_plan.plan_form``): forced
     by ``SXOR_ONE_STEP_FORM``, read from the plan file of the loaded library, or measured now by
     ``run(fused)`` (the kernel on ``instances`` of the call's instances)."""
-    key = _native_plan.plan_key(d, m, itemsize, layout)
+    key = _native_plan.plan_key(d, m, itemsize, layout, threads)
     return _native_plan.plan_form(
         library_path(), key, instances, threads, run, nbytes=d * m * itemsize
     )
