@@ -168,6 +168,10 @@ def test_the_busy_core_comparison_stops_its_spinners(bench, monkeypatch):
 
     row = bench.bench_busy(256, 4, 2, torch.device("cpu"), torch.float64, 1)
     assert row["one_thread_seconds"] > 0 and row["two_threads_seconds"] > 0
+    # the paired ratio of the single alternation is the ratio of its two calls
+    one, two = row["times"]["one_thread"][0], row["times"]["two_threads"][0]
+    assert row["two_over_one_paired_median"] == pytest.approx(two / one)
+    assert row["two_no_check_over_one_paired_median"] > 0
     assert set(row["paths"]) == {"one_thread", "two_threads", "two_threads_no_load_check"}
     assert "processes `python -c 'while True: pass'`" in row["busy_setup"]
     # no spinner is left: every child of this process has been waited for
