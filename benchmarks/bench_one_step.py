@@ -268,6 +268,20 @@ def bench_limit(
         "one_step_other_form_seconds": t["one_step_other_form"]["median"]
         if device.type == "cpu"
         else None,
+        # the planned form over the other, forced, per alternation (median and 95% interval): the
+        # verdict on the plan, robust to the drift of a shared machine that moves both medians
+        "chosen_over_other_paired_median": float(
+            statistics.median(
+                a / b for a, b in zip(t["one_step"]["all"], t["one_step_other_form"]["all"])
+            )
+        )
+        if device.type == "cpu"
+        else None,
+        "chosen_over_other_paired_median_interval_95": median_interval(
+            [a / b for a, b in zip(t["one_step"]["all"], t["one_step_other_form"]["all"])]
+        )
+        if device.type == "cpu"
+        else None,
         "fraction_of_limit": limit / one,
         "fraction_of_limit_contiguous_dm": limit / t["one_step_contiguous_dm"]["median"],
         "ratio_vs_reference": t["reference"]["median"] / one,
@@ -345,9 +359,10 @@ SPINNER = "while True: pass"
 
 def bench_busy(d: int, m: int, count: int, device: torch.device, dtype, repeats: int) -> dict:
     """``sxor.one_step`` with every core already busy (one ``python -c 'while True: pass'`` per
-    CPU, started a second before): on one thread, on two, and on two with the load check off
-    (``SXOR_NATIVE_LOAD_CHECK=0``, the call then keeps both threads), alternated; median wall
-    times and the path of each."""
+    CPU, started a second before): on one thread, on two (the default: the call keeps both), and
+    on two with the load check on (``SXOR_NATIVE_LOAD_CHECK=1``, which runs no more threads than
+    idle cores), alternated; median wall times, the paths, and the medians of the paired ratios
+    with 95% bootstrap intervals."""
     eta = analysis.grid_eta(d)
     batch = random_instances(count, d, m, seed=0, dtype=dtype, device=device)
     before = torch.get_num_threads()
@@ -370,9 +385,9 @@ def bench_busy(d: int, m: int, count: int, device: torch.device, dtype, repeats:
         return run
 
     fns = {
-        "one_thread": step(1, True, "one_thread"),
-        "two_threads": step(2, True, "two_threads"),
-        "two_threads_no_load_check": step(2, False, "two_threads_no_load_check"),
+        "one_thread": step(1, False, "one_thread"),
+        "two_threads": step(2, False, "two_threads"),
+        "two_threads_load_check": step(2, True, "two_threads_load_check"),
     }
     for fn in fns.values():  # the plans, before the spinners start
         fn()
@@ -392,10 +407,12 @@ def bench_busy(d: int, m: int, count: int, device: torch.device, dtype, repeats:
     one, two = t["one_thread"]["median"], t["two_threads"]["median"]
     # paired: each alternation's two-thread call over the one-thread call just before it (the
     # spinners' share of the cores drifts over seconds; adjacent calls see the same drift)
-    paired = {
-        key: float(statistics.median(b / a for a, b in zip(t["one_thread"]["all"], t[key]["all"])))
-        for key in ("two_threads", "two_threads_no_load_check")
+    ratios = {
+        key: [b / a for a, b in zip(t["one_thread"]["all"], t[key]["all"])]
+        for key in ("two_threads", "two_threads_load_check")
     }
+    paired = {key: float(statistics.median(r)) for key, r in ratios.items()}
+    interval = {key: median_interval(r) for key, r in ratios.items()}
     return {
         "d": d,
         "m": m,
@@ -404,13 +421,25 @@ def bench_busy(d: int, m: int, count: int, device: torch.device, dtype, repeats:
         "load_average_1min_at_end": load,
         "one_thread_seconds": one,
         "two_threads_seconds": two,
-        "two_threads_no_load_check_seconds": t["two_threads_no_load_check"]["median"],
+        "two_threads_load_check_seconds": t["two_threads_load_check"]["median"],
         "two_over_one": two / one,
         "two_over_one_paired_median": paired["two_threads"],
-        "two_no_check_over_one_paired_median": paired["two_threads_no_load_check"],
+        "two_over_one_paired_median_interval_95": interval["two_threads"],
+        "two_check_over_one_paired_median": paired["two_threads_load_check"],
+        "two_check_over_one_paired_median_interval_95": interval["two_threads_load_check"],
         "paths": paths,
         "times": {key: v["all"] for key, v in t.items()},
     }
+
+
+def median_interval(values: list[float], draws: int = 2000, seed: int = 0) -> list[float]:
+    """A 95% percentile-bootstrap interval of the median of ``values`` (``draws`` resamples,
+    seeded, so that the same times give the same interval)."""
+    import random
+
+    rng = random.Random(seed)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
+    return [float(medians[int(0.025 * draws)]), float(medians[int(0.975 * draws) - 1])]
 
 
 def copy_bandwidth(device: torch.device, nbytes: int) -> float:
@@ -730,7 +759,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--busy-repeats",
         type=int,
-        default=15,
+        default=31,
         help="alternations with every core busy (0: no busy-core comparison)",
     )
     args = parser.parse_args(argv)
@@ -801,8 +830,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"{build} busy cores, d={d} m={m} B={count}: one thread "
                     f"{row['one_thread_seconds'] * 1e3:.1f} ms, two "
-                    f"{row['two_threads_seconds'] * 1e3:.1f} ms, two without the load check "
-                    f"{row['two_threads_no_load_check_seconds'] * 1e3:.1f} ms",
+                    f"{row['two_threads_seconds'] * 1e3:.1f} ms, two with the load check "
+                    f"{row['two_threads_load_check_seconds'] * 1e3:.1f} ms",
                     flush=True,
                 )
         builds[build] = {
@@ -853,10 +882,16 @@ def main(argv: list[str] | None = None) -> int:
         "smallest_fraction_of_limit_any_build": min(
             (r["fraction_of_limit"] for r in every_row), default=None
         ),
-        # the planned form against the other one, forced, in the same alternation
+        # the planned form against the other one, forced, in the same alternation: median times
         "chosen_form_within_5_percent_of_the_other": all(
             r["one_step_other_form_seconds"] is None
             or r["one_step_seconds"] <= 1.05 * r["one_step_other_form_seconds"]
+            for r in every_row
+        ),
+        # the same as the median of the paired ratios (the verdict)
+        "chosen_form_within_5_percent_of_the_other_paired": all(
+            r.get("chosen_over_other_paired_median") is None
+            or r["chosen_over_other_paired_median"] <= 1.05
             for r in every_row
         ),
         # busy cores: two threads asked for no slower than one (median times, 5% allowed)

@@ -4,6 +4,7 @@ helpers and device plumbing work (on CPU; the CUDA path is the same code with ``
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import sys
 from pathlib import Path
 
@@ -163,6 +164,15 @@ def test_the_cpu_and_the_builds_are_recorded(bench):
     assert builds[0] == "native" and (("x86-64-v3" in builds) == bool(info.get("avx512f")))
 
 
+def test_the_median_interval_holds_the_median_and_narrows_with_more_values(bench):
+    values = [1.0 + 0.1 * ((7 * i) % 11) for i in range(31)]
+    low, high = bench.median_interval(values)
+    assert low <= statistics.median(values) <= high
+    wide = bench.median_interval(values[:7])
+    assert wide[1] - wide[0] >= high - low
+    assert bench.median_interval([2.0] * 9) == [2.0, 2.0]
+
+
 def test_the_busy_core_comparison_stops_its_spinners(bench, monkeypatch):
     import os
 
@@ -171,8 +181,10 @@ def test_the_busy_core_comparison_stops_its_spinners(bench, monkeypatch):
     # the paired ratio of the single alternation is the ratio of its two calls
     one, two = row["times"]["one_thread"][0], row["times"]["two_threads"][0]
     assert row["two_over_one_paired_median"] == pytest.approx(two / one)
-    assert row["two_no_check_over_one_paired_median"] > 0
-    assert set(row["paths"]) == {"one_thread", "two_threads", "two_threads_no_load_check"}
+    assert row["two_check_over_one_paired_median"] > 0
+    low, high = row["two_over_one_paired_median_interval_95"]
+    assert low <= row["two_over_one_paired_median"] <= high
+    assert set(row["paths"]) == {"one_thread", "two_threads", "two_threads_load_check"}
     assert "processes `python -c 'while True: pass'`" in row["busy_setup"]
     # no spinner is left: every child of this process has been waited for
     with pytest.raises(ChildProcessError):

@@ -993,6 +993,8 @@ def test_fewer_threads_when_other_processes_hold_the_cores(monkeypatch):
     assert native.threads_for(1) == (1, None)
     monkeypatch.setenv("SXOR_NATIVE_LOAD_CHECK", "0")
     assert native.threads_for(2) == (2, None)
+    monkeypatch.delenv("SXOR_NATIVE_LOAD_CHECK")  # the default: every thread asked for
+    assert native.threads_for(2) == (2, None)
 
 
 def test_a_busy_machine_runs_the_call_on_fewer_threads_and_says_so(monkeypatch):

@@ -5,8 +5,9 @@ three reads of ``V`` (scores, then ``V^T r``, then the new scores) or two (the f
 collects ``V^T [1, E, E^2, F, F^2]``). Which is faster depends on the CPU (its vector registers,
 caches and memory bandwidth), on the size of an instance and on the number of threads, so it is
 measured, as FFTW's planner measures its plans: the first call at a given kind of problem on a
-machine times both forms on the call's own instances (a few of them, as many as there are
-threads, alternately, the smallest time of each after a warm-up call), runs the faster, and keeps
+machine times both forms on the call's own instances (as many as there are threads, and at least
+32 MiB of ``V`` where the call has them, so that the timed calls read ``V`` from memory as the call
+does; alternately, the smallest time of each after a warm-up call), runs the faster, and keeps
 the choice in a plan file next to the compiled library (so keyed like it: the kernel's source,
 the flags, the compiler and the CPU). Later calls, in this process or another, read the plan.
 
@@ -48,7 +49,7 @@ class Plan(NamedTuple):
     fused: bool  #: two reads of ``V`` (the fused first pass) rather than three
     how: str  #: ``"forced"``, ``"measured"`` (in this call) or ``"cached"`` (an earlier plan)
     seconds: dict | None  #: the measured time of each form, ``{"fused": s, "three": s}``
-    instances: int  #: instances per timed call (as many as the call's threads)
+    instances: int  #: instances per timed call
     threads: int = 0  #: threads of the timed calls
 
     def describe(self) -> str:

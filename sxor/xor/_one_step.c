@@ -69,6 +69,17 @@
 #endif
 #endif
 #define NV (64 / VEC_BYTES) /* vectors per cache line */
+/* Positions per pass of all rows in the fused first pass's [m, d] pullback: the weights of 256
+ * positions (8 KiB in double) stay in L1 while all the rows pass, where one row at a time would
+ * bring them back from L2 for every row (AVX2); with AVX-512, four rows at a time, the whole block.
+ * The result does not depend on it (see pull_rows). */
+#ifndef PULL_SUB
+#ifdef __AVX512F__
+#define PULL_SUB CHUNK
+#else
+#define PULL_SUB 256
+#endif
+#endif
 
 /* exp(x) for x <= 0 (or NaN), branch-free so that loops over it vectorise: Cody-Waite reduction
  * x = k ln2 + r, |r| <= ln2 / 2, a degree-13 Taylor polynomial (truncation < 1e-17 relative), and
@@ -76,11 +87,28 @@
  * No conversion between doubles and 64-bit integers (AVX2 has no vector instruction for it): k is
  * read from the bits of t = x log2e + 1.5 * 2^52, whose low bits hold it, and halved with logical
  * shifts only (k1 = trunc(k / 2), as C's division gives it; |k| < 2^51), so that AVX2 vectorises
- * it too; the same integers, so the same result bit for bit as the conversion. */
+ * it too; the same integers, so the same result bit for bit as the conversion.
+ * The two special cases (x < -745.2, whose exp rounds to 0, and NaN) are selected with bit masks,
+ * not with conditional expressions: a compiler that keeps floating-point exceptions exact
+ * (-ftrapping-math, the default) turns a conditional around this much arithmetic into a branch,
+ * and a branch stops the vectoriser wherever there are no masked vector instructions (AVX2).
+ * Below -745.2 the arithmetic runs on 0 instead of x (its result is discarded), so that it forms
+ * no subnormal numbers, which are slow on some CPUs. */
+static inline uint64_t bits_of(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+static inline double double_of(uint64_t u) {
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
 static inline double exp_nonpos(double x) {
     const double log2e = 1.4426950408889634, ln2_hi = 6.93147180369123816490e-01,
                  ln2_lo = 1.90821492927058770002e-10, shifter = 6755399441055744.0; /* 1.5 * 2^52 */
-    double xc = x < -746.0 ? -746.0 : x;
+    uint64_t under = -(uint64_t)(x < -745.2), nan = -(uint64_t)(x != x); /* all ones or zero */
+    double xc = double_of(bits_of(x) & ~under);
     double t = xc * log2e + shifter;
     double kd = t - shifter;
     double r = (xc - kd * ln2_hi) - kd * ln2_lo;
@@ -98,19 +126,22 @@ static inline double exp_nonpos(double x) {
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    uint64_t tb, sb;
-    memcpy(&tb, &t, sizeof tb);
-    memcpy(&sb, &shifter, sizeof sb);
-    uint64_t k = tb - sb, neg = k >> 63, bias = (uint64_t)1 << 52; /* k modulo 2^64 */
+    uint64_t k = bits_of(t) - bits_of(shifter), neg = k >> 63, bias = (uint64_t)1 << 52; /* mod 2^64 */
     uint64_t k1 = ((k + neg + bias) >> 1) - (bias >> 1), k2 = k - k1; /* both >= -540 */
-    uint64_t b1 = (k1 + 1023) << 52, b2 = (k2 + 1023) << 52;
-    double f1, f2;
-    memcpy(&f1, &b1, sizeof f1);
-    memcpy(&f2, &b2, sizeof f2);
-    double y = (p * f1) * f2;
-    y = x < -745.2 ? 0.0 : y;
-    return x != x ? x : y;
+    double y = (p * double_of((k1 + 1023) << 52)) * double_of((k2 + 1023) << 52);
+    return double_of((bits_of(y) & ~under & ~nan) | (bits_of(x) & nan));
 }
+
+/* The loops that sum exponentials: in vector lanes on AVX-512 builds (`omp simd reduction`, as the
+ * kernel has always summed them there), in order elsewhere. Without masked vector instructions
+ * those loops never vectorised, so they summed in order; a compiler may still vectorise the
+ * exponentials of a loop whose sums run in order (GCC's in-order reductions), which keeps every
+ * sum, and so every result, bit for bit what it was. */
+#ifdef __AVX512F__
+#define LANE_SUMS(clause) _Pragma(clause)
+#else
+#define LANE_SUMS(clause)
+#endif
 
 /* Run fn(arg) on n threads at once (fn hands out the work itself, so any number of threads that
  * actually start finishes it): an OpenMP parallel region when compiled with -fopenmp, else n - 1
@@ -141,12 +172,31 @@ int sxor_openmp(void) {
 #endif
 }
 
+/* Software prefetch. Where V is stored [m, d], a block reads m rows of CHUNK positions, each a
+ * separate stream that the hardware prefetcher has to pick up anew; the loops over a block therefore
+ * fetch the rows they will read next (the next four rows of the block, or the first of the next
+ * block) in step with the rows they read, PF_BYTES of each row at a time, into L2. The fused first
+ * pass, whose pullback is bound by arithmetic rather than memory, fetches the whole next block while
+ * it works, when two blocks fit in L2 (PF_BLOCK_BYTES). A prefetch is a hint: no result depends on
+ * it. */
+#define PF_BYTES 512
+#ifndef PF_BLOCK_BYTES
+#define PF_BLOCK_BYTES (384 << 10)
+#endif
+static inline void fetch_rows(const char *base, int64_t rows, int64_t row_bytes, int64_t from,
+                              int64_t to) { /* bytes [from, to) of rows base + r row_bytes */
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t o = from; o < to; o += 64) __builtin_prefetch(base + r * row_bytes + o, 0, 2);
+}
+
 #define DEFINE_STEP(T, SUF)                                                                             \
 /* Scores of a block of n <= CHUNK positions for nq in {1, 2, 4} queries q_k (m apart in q):            \
  * acc[k * CHUNK + i] = scale[i] sum_j X[i,j] q_k[j] (scale optional), with X and scale already         \
- * offset to the block's first position. */                                                             \
+ * offset to the block's first position; nx: the positions of the next block (at X + CHUNK, [m, d]     \
+ * layout), whose first rows are prefetched while the last are read, or 0. */                          \
 static void block_scores_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,       \
-                               const T *restrict scale, const T *restrict q, int nq, T *restrict acc) { \
+                               const T *restrict scale, const T *restrict q, int nq, T *restrict acc,   \
+                               int64_t nx) {                                                            \
     if (sm == 1) { /* [d, m]: a dot product per row and query */                                        \
         for (int64_t i = 0; i < n; i++) {                                                               \
             const T *row = X + i * sd;                                                                  \
@@ -164,34 +214,46 @@ static void block_scores_##SUF(const T *restrict X, int64_t n, int64_t m, int64_
     /* [m, d]: the block's scores in L1, updated from four rows of X at a time */                       \
     T *A0 = acc, *A1 = acc + CHUNK, *A2 = acc + 2 * CHUNK, *A3 = acc + 3 * CHUNK;                       \
     for (int k = 0; k < nq; k++) memset(acc + k * CHUNK, 0, n * sizeof(T));                             \
+    const int64_t rb = sm * (int64_t)sizeof(T), sub = PF_BYTES / (int64_t)sizeof(T);                   \
     int64_t j = 0;                                                                                      \
     for (; j + 4 <= m; j += 4) {                                                                        \
         const T *r0 = X + j * sm, *r1 = r0 + sm, *r2 = r1 + sm, *r3 = r2 + sm;                          \
         const T *p0 = q + j, *p1 = q + m + j, *p2 = q + 2 * m + j, *p3 = q + 3 * m + j;                 \
-        if (nq == 1) {                                                                                  \
-            _Pragma("omp simd")                                                                         \
-            for (int64_t i = 0; i < n; i++)                                                             \
-                A0[i] += p0[0] * r0[i] + p0[1] * r1[i] + p0[2] * r2[i] + p0[3] * r3[i];                 \
-        } else if (nq == 2) {                                                                           \
-            _Pragma("omp simd")                                                                         \
-            for (int64_t i = 0; i < n; i++) {                                                           \
-                T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                       \
-                A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                             \
-                A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                             \
-            }                                                                                           \
-        } else {                                                                                        \
-            _Pragma("omp simd")                                                                         \
-            for (int64_t i = 0; i < n; i++) {                                                           \
-                T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                       \
-                A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                             \
-                A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                             \
-                A2[i] += p2[0] * v0 + p2[1] * v1 + p2[2] * v2 + p2[3] * v3;                             \
-                A3[i] += p3[0] * v0 + p3[1] * v1 + p3[2] * v2 + p3[3] * v3;                             \
+        /* the rows read next: j + 4 on (up to four) of this block, else the next block's first four */ \
+        const T *fr = j + 4 < m ? r0 + 4 * sm : X + CHUNK;                                              \
+        int64_t fk = j + 4 < m ? (m - j - 4 < 4 ? m - j - 4 : 4) : (m < 4 ? m : 4);                     \
+        int64_t fn = j + 4 < m ? n : nx;                                                                \
+        for (int64_t i0 = 0; i0 < n; i0 += sub) {                                                       \
+            int64_t i1 = n - i0 < sub ? n : i0 + sub;                                                   \
+            if (i0 < fn)                                                                                \
+                fetch_rows((const char *)fr, fk, rb, i0 * (int64_t)sizeof(T),                           \
+                           (i1 < fn ? i1 : fn) * (int64_t)sizeof(T));                                   \
+            if (nq == 1) {                                                                              \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = i0; i < i1; i++)                                                       \
+                    A0[i] += p0[0] * r0[i] + p0[1] * r1[i] + p0[2] * r2[i] + p0[3] * r3[i];             \
+            } else if (nq == 2) {                                                                       \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = i0; i < i1; i++) {                                                     \
+                    T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                   \
+                    A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                         \
+                    A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                         \
+                }                                                                                       \
+            } else {                                                                                    \
+                _Pragma("omp simd")                                                                     \
+                for (int64_t i = i0; i < i1; i++) {                                                     \
+                    T v0 = r0[i], v1 = r1[i], v2 = r2[i], v3 = r3[i];                                   \
+                    A0[i] += p0[0] * v0 + p0[1] * v1 + p0[2] * v2 + p0[3] * v3;                         \
+                    A1[i] += p1[0] * v0 + p1[1] * v1 + p1[2] * v2 + p1[3] * v3;                         \
+                    A2[i] += p2[0] * v0 + p2[1] * v1 + p2[2] * v2 + p2[3] * v3;                         \
+                    A3[i] += p3[0] * v0 + p3[1] * v1 + p3[2] * v2 + p3[3] * v3;                         \
+                }                                                                                       \
             }                                                                                           \
         }                                                                                               \
     }                                                                                                   \
     for (; j < m; j++) {                                                                                \
         const T *r0 = X + j * sm;                                                                       \
+        if (j + 1 == m && nx) fetch_rows((const char *)(X + CHUNK), m < 4 ? m : 4, rb, 0, nx * (int64_t)sizeof(T)); \
         for (int k = 0; k < nq; k++) {                                                                  \
             T a = q[k * m + j], *Ak = acc + k * CHUNK;                                                  \
             _Pragma("omp simd")                                                                         \
@@ -219,7 +281,8 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
     if (nq == 4) am[0] = am[1] = 0;                                                                     \
     for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
         int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
-        block_scores_##SUF(X + (sm == 1 ? c * sd : c), n, m, sd, sm, scale ? scale + c : 0, q, nq, acc); \
+        int64_t nx = sm == 1 || c + CHUNK >= d ? 0 : (d - c - CHUNK < CHUNK ? d - c - CHUNK : CHUNK);  \
+        block_scores_##SUF(X + (sm == 1 ? c * sd : c), n, m, sd, sm, scale ? scale + c : 0, q, nq, acc, nx); \
         for (int k = 0; k < nq; k++) {                                                                  \
             T *Ak = acc + k * CHUNK;                                                                    \
             if (k < 2) {                                                                                \
@@ -240,32 +303,36 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
 }                                                                                                       \
                                                                                                         \
 /* The [m, d] block pullback for R rows x_r = x + r * sm (R = 1, 2 or 4, a constant where it is      \
- * called): P[k * m + r] += sum_i x_r[i] K[i] w_k[i] (K only when scaled) with w = (1, E, E^2, F,      \
- * F^2) (E2, F2: the squares, formed once per block), and P[5 m + r] += sum_i (x_r[i] K[i])^2, in      \
- * vectors of one cache line: 6 R line accumulators, which stay in registers when they fit (R = 4      \
- * with 32 vector registers of a line, AVX-512; R = 1 with 16 of half a line, AVX2; PULL_ROWS).       \
- * Every accumulator sums its positions in the same order whatever R, so R changes no result. */      \
+ * called) over positions [i0, i1) (whole lines): the sums P[k * m + r] += sum_i x_r[i] K[i] w_k[i]    \
+ * (K only when scaled) with w = (1, E, E^2, F, F^2) (E2, F2: the squares, formed once per block),     \
+ * and of (x_r[i] K[i])^2, kept in vectors of one cache line: 6 R line accumulators, which stay in     \
+ * the vector registers while they run (R = 4 with 32 registers of a line, AVX-512; R = 1 with 16 of   \
+ * half a line, AVX2; PULL_ROWS) and in st (6 R lines) between calls. Every accumulator sums its       \
+ * positions in the same order whatever R and however the positions are split into calls, so          \
+ * neither changes a result. */                                                                       \
 typedef T vec_##SUF __attribute__((vector_size(VEC_BYTES)));                                           \
 static inline vec_##SUF load_##SUF(const T *p) {                                                        \
     vec_##SUF v;                                                                                        \
     memcpy(&v, p, sizeof v);                                                                            \
     return v;                                                                                           \
 }                                                                                                       \
-static inline T hsum_##SUF(const vec_##SUF v[NV]) { /* the line's elements in order */                  \
+static inline T hsum_##SUF(const T *v) { /* a line's elements in order */                              \
     T s = 0;                                                                                            \
-    for (int h = 0; h < NV; h++)                                                                        \
-        for (int64_t l = 0; l < VEC_BYTES / (int64_t)sizeof(T); l++) s += v[h][l];                     \
+    for (int64_t l = 0; l < LINE(T); l++) s += v[l];                                                    \
     return s;                                                                                           \
 }                                                                                                       \
 static inline __attribute__((always_inline)) void                                                       \
-pull_rows_##SUF(const int R, const int scaled, const T *restrict x, int64_t sm, int64_t n,              \
+pull_rows_##SUF(const int R, const int scaled, const T *restrict x, int64_t sm, int64_t i0, int64_t i1, \
                 const T *restrict E, const T *restrict F, const T *restrict E2, const T *restrict F2,   \
-                const T *restrict K, T *restrict P, int64_t m) {                                        \
+                const T *restrict K, T *restrict st, int64_t nx) {                                      \
     const int64_t VL = VEC_BYTES / (int64_t)sizeof(T);                                                  \
     vec_##SUF acc[6][4][NV];                                                                            \
-    memset(acc, 0, sizeof acc);                                                                         \
-    int64_t full = n - n % LINE(T);                                                                     \
-    for (int64_t i = 0; i < full; i += LINE(T))                                                         \
+    for (int r = 0; r < R; r++)                                                                         \
+        for (int k = 0; k < 6; k++)                                                                     \
+            for (int h = 0; h < NV; h++) acc[k][r][h] = load_##SUF(st + (r * 6 + k) * LINE(T) + h * VL); \
+    for (int64_t i = i0; i < i1; i += LINE(T)) {                                                        \
+        if (i < nx) /* the same rows of the next block (see PF_BLOCK_BYTES) */                          \
+            for (int r = 0; r < R; r++) __builtin_prefetch(x + r * sm + CHUNK + i, 0, 2);               \
         for (int h = 0; h < NV; h++) {                                                                  \
             int64_t o = i + h * VL;                                                                     \
             vec_##SUF v[4];                                                                             \
@@ -285,31 +352,26 @@ pull_rows_##SUF(const int R, const int scaled, const T *restrict x, int64_t sm, 
                 acc[5][r][h] += v[r] * v[r];                                                            \
             }                                                                                           \
         }                                                                                               \
-    T t[6][4] = {{0}};                                                                                  \
-    for (int64_t i = full; i < n; i++) {                                                                \
-        T g = E[i], h = F[i], w[5] = {1, g, g * g, h, h * h};                                           \
-        for (int r = 0; r < R; r++) {                                                                   \
-            T v = scaled ? x[r * sm + i] * K[i] : x[r * sm + i];                                        \
-            for (int k = 0; k < 5; k++) t[k][r] += v * w[k];                                            \
-            t[5][r] += v * v;                                                                           \
-        }                                                                                               \
     }                                                                                                   \
-    for (int k = 0; k < 6; k++)                                                                         \
-        for (int r = 0; r < R; r++) P[k * m + r] += hsum_##SUF(acc[k][r]) + t[k][r];                    \
+    for (int r = 0; r < R; r++)                                                                         \
+        for (int k = 0; k < 6; k++)                                                                     \
+            for (int h = 0; h < NV; h++) memcpy(st + (r * 6 + k) * LINE(T) + h * VL, &acc[k][r][h], sizeof(vec_##SUF)); \
 }                                                                                                       \
-static void pull_##SUF(int scaled, const T *restrict x, int64_t sm, int64_t n, const T *restrict E,     \
-                       const T *restrict F, const T *restrict E2, const T *restrict F2,                 \
-                       const T *restrict K, T *restrict P, int64_t m) {                                 \
-    if (scaled) pull_rows_##SUF(PULL_ROWS, 1, x, sm, n, E, F, E2, F2, K, P, m);                         \
-    else pull_rows_##SUF(PULL_ROWS, 0, x, sm, n, E, F, E2, F2, K, P, m);                                \
+static void pull_##SUF(int scaled, const T *restrict x, int64_t sm, int64_t i0, int64_t i1,             \
+                       const T *restrict E, const T *restrict F, const T *restrict E2,                  \
+                       const T *restrict F2, const T *restrict K, T *restrict st, int64_t nx) {         \
+    if (scaled) pull_rows_##SUF(PULL_ROWS, 1, x, sm, i0, i1, E, F, E2, F2, K, st, nx);                  \
+    else pull_rows_##SUF(PULL_ROWS, 0, x, sm, i0, i1, E, F, E2, F2, K, st, nx);                         \
 }                                                                                                       \
                                                                                                         \
 /* Block pullback of the first pass: P[k * m + j] += sum_i X[i,j] K[i] w_k[i] with the five weight      \
  * rows w = (1, E, E^2, F, F^2) of a block of n positions (X and K, the scale or 0 for none, offset     \
- * to the block's first position; the squares are formed here, not stored). */                          \
+ * to the block's first position; the squares are formed here, not stored); nx: the positions of the  \
+ * next block to prefetch ([m, d] layout), or 0. */                                                     \
 static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int64_t sd, int64_t sm,    \
                                   const T *restrict E, const T *restrict F, const T *restrict E2,      \
-                                  const T *restrict F2, const T *restrict K, T *restrict P) {           \
+                                  const T *restrict F2, const T *restrict K, T *restrict P,            \
+                                  int64_t nx, T *restrict st) {                                         \
     T *P0 = P, *P1 = P + m, *P2 = P + 2 * m, *P3 = P + 3 * m, *P4 = P + 4 * m, *P5 = P + 5 * m;         \
     if (sm == 1) { /* [d, m]: two rows at a time added into the six m-vectors */                        \
         int64_t i = 0;                                                                                  \
@@ -348,12 +410,29 @@ static void block_pullback5_##SUF(const T *restrict X, int64_t n, int64_t m, int
         return;                                                                                         \
     }                                                                                                   \
     /* [m, d]: dot products of rows with the five weight rows, and squares: the first 4 (m / 4) rows    \
-     * in line accumulators, PULL_ROWS at a time, the rest one by one */                               \
-    int64_t j = 0;                                                                                      \
-    for (; j + PULL_ROWS <= m - m % 4; j += PULL_ROWS)                                                  \
-        pull_##SUF(K != 0, X + j * sm, sm, n, E, F, E2, F2, K, P + j, m);                               \
+     * in line accumulators (st, 6 lines a row), PULL_ROWS rows at a time over PULL_SUB positions (so  \
+     * that the weights of those positions stay in L1 while all the rows pass), then the positions     \
+     * after the last whole line; the remaining rows one by one */                                      \
+    int64_t mg = m - m % 4, full = n - n % LINE(T), j = 0;                                              \
+    memset(st, 0, (size_t)(6 * LINE(T) * mg) * sizeof(T));                                              \
+    for (int64_t s0 = 0; s0 < full; s0 += PULL_SUB) {                                                   \
+        int64_t s1 = full - s0 < PULL_SUB ? full : s0 + PULL_SUB;                                       \
+        for (j = 0; j + PULL_ROWS <= mg; j += PULL_ROWS)                                                \
+            pull_##SUF(K != 0, X + j * sm, sm, s0, s1, E, F, E2, F2, K, st + 6 * LINE(T) * j, nx);      \
+    }                                                                                                   \
+    for (j = 0; j < mg; j++) {                                                                          \
+        T t[6] = {0};                                                                                   \
+        for (int64_t i = full; i < n; i++) {                                                            \
+            T g = E[i], h = F[i], w[5] = {1, g, g * g, h, h * h};                                       \
+            T v = K ? X[j * sm + i] * K[i] : X[j * sm + i];                                             \
+            for (int k = 0; k < 5; k++) t[k] += v * w[k];                                               \
+            t[5] += v * v;                                                                              \
+        }                                                                                               \
+        for (int k = 0; k < 6; k++) P[k * m + j] += hsum_##SUF(st + (6 * j + k) * LINE(T)) + t[k];     \
+    }                                                                                                   \
     for (; j < m; j++) {                                                                                \
         const T *x0 = X + j * sm;                                                                       \
+        if (nx) fetch_rows((const char *)(x0 + CHUNK), 1, 0, 0, nx * (int64_t)sizeof(T));               \
         T a0 = 0, b0 = 0, c0 = 0, e0 = 0, f0 = 0, q0 = 0;                                               \
         _Pragma("omp simd reduction(+:a0,b0,c0,e0,f0,q0)")                                              \
         for (int64_t i = 0; i < n; i++) {                                                               \
@@ -432,7 +511,7 @@ static void pullback_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd
  * squares gg, hh, the inner product gh and sum (g h)^2 of the normalised weights. */                   \
 static void softmax2_##SUF(T *a, T *b, int64_t d, T mxa, T mxb, T *gg, T *hh, T *gh, T *dg) {           \
     double za = 0, zb = 0;                                                                              \
-    _Pragma("omp simd reduction(+:za,zb)")                                                              \
+    LANE_SUMS("omp simd reduction(+:za,zb)")                                                            \
     for (int64_t i = 0; i < d; i++) {                                                                   \
         T ea = (T)exp_nonpos((double)(a[i] - mxa)), eb = (T)exp_nonpos((double)(b[i] - mxb));           \
         a[i] = ea;                                                                                      \
@@ -527,11 +606,12 @@ static int three_pass_12_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int
  * every position: then t = 2 g.h - 2 g h = 2 c (d - 1), <g, du_g> = <h, du_h> = gg hh + t g.h -        \
  * (g_a h_b + g_b h_a) =: L, and r = hh g^2 + c t - L g less g_a h_b at a and g_b h_a at b (r~ the      \
  * same with g and h exchanged). P: 6 m sums (the sixth of (X K)^2, for the error bound); blk: 4 CHUNK  \
- * of block workspace. Returns 1 when a score is not finite, 2 when the result would lose more than     \
+ * of block workspace; st: 6 LINE m of pullback state (pull_rows). Returns 1 when a score is not        \
+ * finite, 2 when the result would lose more than                                                       \
  * FUSED_MAX_CANCELLATION to cancellation (see the end), else 0. */                                     \
 static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,   \
                             const T *theta0, int64_t a, int64_t b, T *restrict gr, T *restrict gt,      \
-                            T *restrict P, T *restrict blk) {                                           \
+                            T *restrict P, T *restrict blk, T *restrict st) {                           \
     T *S = blk, *Fb = blk + CHUNK, *E2 = blk + 2 * CHUNK, *F2 = blk + 3 * CHUNK;                        \
     memset(P, 0, (size_t)(6 * m) * sizeof(T));                                                          \
     double zg = 0, zh = 0, eg = 0, eh = 0, eg4 = 0, eh4 = 0; /* sums of E, F, E^2, F^2, E^4, F^4 */     \
@@ -539,7 +619,8 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
     for (int64_t c = 0; c < d; c += CHUNK) {                                                            \
         int64_t n = d - c < CHUNK ? d - c : CHUNK;                                                      \
         const T *Xc = X + (sm == 1 ? c * sd : c), *sc = scale ? scale + c : 0;                          \
-        block_scores_##SUF(Xc, n, m, sd, sm, sc, theta0, 1, S);                                         \
+        int64_t nx = sm == 1 || c + CHUNK >= d ? 0 : (d - c - CHUNK < CHUNK ? d - c - CHUNK : CHUNK);  \
+        block_scores_##SUF(Xc, n, m, sd, sm, sc, theta0, 1, S, nx);                                     \
         T bmx, bmn;                                                                                     \
         if (extremes_##SUF(S, n, &bmx, &bmn)) return 1;                                                 \
         if (a >= c && a < c + n) sa = S[a - c];                                                         \
@@ -557,7 +638,7 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
             zh *= f, eh *= f * f, eh4 *= (f * f) * (f * f), N = bmn;                                    \
         }                                                                                               \
         double bzg = 0, bzh = 0, beg = 0, beh = 0, beg4 = 0, beh4 = 0;                                  \
-        _Pragma("omp simd reduction(+:bzg,bzh,beg,beh,beg4,beh4)")                                      \
+        LANE_SUMS("omp simd reduction(+:bzg,bzh,beg,beh,beg4,beh4)")                                    \
         for (int64_t i = 0; i < n; i++) { /* E overwrites the scores */                                 \
             T e = (T)exp_nonpos((double)(S[i] - M)), f = (T)exp_nonpos((double)(N - S[i]));             \
             S[i] = e, Fb[i] = f, E2[i] = e * e, F2[i] = f * f;                                          \
@@ -565,7 +646,9 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
             bzg += e, bzh += f, beg += e2, beh += f2, beg4 += e2 * e2, beh4 += f2 * f2;                 \
         }                                                                                               \
         zg += bzg, zh += bzh, eg += beg, eh += beh, eg4 += beg4, eh4 += beh4;                           \
-        block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, E2, F2, sc, P);                                  \
+        /* the whole next block while this one's arithmetic runs, where two blocks fit in L2 */         \
+        int64_t pnx = m * CHUNK * (int64_t)sizeof(T) <= PF_BLOCK_BYTES ? nx : 0;                        \
+        block_pullback5_##SUF(Xc, n, m, sd, sm, S, Fb, E2, F2, sc, P, pnx, st);                         \
     }                                                                                                   \
     T iz = (T)1 / (T)zg, jz = (T)1 / (T)zh;                                                             \
     T gg = (T)eg * iz * iz, hh = (T)eh * jz * jz;                                                       \
@@ -615,14 +698,14 @@ static int first_pass_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_
     return tg <= k2 * ng && th <= k2 * nh ? 0 : 2; /* 2 (also for a nan): three passes instead */       \
 }                                                                                                       \
                                                                                                         \
-/* One instance: w holds 4 queries of length m, 2 gradients and the 6 m sums of the fused first         \
- * pass; blk, 4 CHUNK of block workspace (the scores of pass 3; E, F and their squares in the first). */\
+/* One instance: w holds 4 queries of length m, 2 gradients, the 6 m sums of the fused first pass and  \
+ * its 6 LINE m elements of pullback state; blk, 4 CHUNK of block workspace (the scores of pass 3; E, F and their squares in the first). */\
 static int instance_##SUF(const T *X, int64_t d, int64_t m, int64_t sd, int64_t sm, const T *scale,     \
                           const T *theta0, int64_t a, int64_t b, T eta, int limit, int stop_bad,        \
                           T *theta1, T *theta1t, T *loss, T *g1, T *h1, int64_t *head, int64_t *headt,  \
                           int fused, T *w, T *blk) {                                                    \
     T *q = w, *gr = q + 4 * m, *gt = gr + m, *P = gt + m;                                               \
-    int r = fused ? first_pass_##SUF(X, d, m, sd, sm, scale, theta0, a, b, gr, gt, P, blk) : 2; /* 1, 2 */ \
+    int r = fused ? first_pass_##SUF(X, d, m, sd, sm, scale, theta0, a, b, gr, gt, P, blk, P + 6 * m) : 2; \
     int fell_back = fused && r == 2;                                                                    \
     if (r == 2) r = three_pass_12_##SUF(X, d, m, sd, sm, scale, theta0, a, b, g1, h1, gr, gt, blk);     \
     if (r) {                                                                                            \
@@ -672,7 +755,7 @@ static void *worker_##SUF(void *arg) {                                          
      * hand back the top of the heap, and the caller's next outputs would fault their pages in again);  \
      * the m-vectors (4 queries, 2 gradients, 6 sums) on the heap */                                    \
     T blk[4 * CHUNK] __attribute__((aligned(64)));                                                      \
-    T *w = (T *)malloc((size_t)(12 * m) * sizeof(T));                                                   \
+    T *w = (T *)malloc((size_t)((12 + 6 * LINE(T)) * m) * sizeof(T));                                  \
     if (!w) {                                                                                           \
         __atomic_fetch_add(&J->oom, 1, __ATOMIC_RELAXED);                                               \
         return 0;                                                                                       \

@@ -57,6 +57,11 @@ def _set_path(path: str, reason: str) -> None:
     _PathRecord.last = StepPath(path, reason)
 
 
+#: The least bytes of ``V`` the form of the native kernel is measured on, where the call has them
+#: (more than the caches hold, so that the timed calls read ``V`` from memory, as the call does).
+PROBE_BYTES = 32 << 20
+
+
 def _native_step(
     X,
     sd: int,
@@ -190,9 +195,12 @@ def _native_step(
             bad.data_ptr(),
         )
 
-    # which form: forced, planned earlier, or measured now on as many instances as threads (the
-    # outputs it writes are written again below)
-    probe = max(1, min(B, threads))
+    # which form: forced, planned earlier, or measured now (the outputs it writes are written again
+    # below) on as many instances as threads, and at least PROBE_BYTES of V where the call has them:
+    # instances small enough to stay in the cache between timed calls would time the arithmetic
+    # alone, where the call itself reads V from memory
+    per_instance = max(1, d * m * X.element_size())
+    probe = max(1, min(B, max(threads, -(-PROBE_BYTES // per_instance))))
     layout = "[m, d]" if sd == 1 else "[d, m]"
     plan = (
         native.plan_form(d, m, X.element_size(), layout, threads, probe, lambda f: call(probe, f))
