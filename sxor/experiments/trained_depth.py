@@ -3,60 +3,76 @@
 For datasets of :func:`sxor.interp.dataset.random_dataset` (random targets, no teacher) over
 ``N``, ``m`` (every ``m_j = m``) and the sequence length ``n``, and for each seed ``s`` (the
 dataset *and* the initialisation :func:`sxor.interp.deep_training.init_network` drawn with seed
-``s``), networks of depth ``L = 1, 2, ...`` are trained by :func:`sxor.interp.deep_training.train`
-until the depth at which at least 90% of the seeds interpolate, or ``L_max``. Every run is kept,
-failed or not: one record per ``(N, m, n, seed, L)`` with ``kind = "depth"``, its final loss,
-relative error ``max_j d_H / scale``, whether it interpolates (``error <= tol``) and diverged,
-and the construction's block count for the same data (softmax
-:func:`sxor.interp.construct.construct`). A learning-rate and step scan at one size adds records
-with ``kind = "scan"``.
+``s``), networks of the depths ``L`` in ``Ls`` are trained by
+:func:`sxor.interp.deep_training.train` (Adam, an L-BFGS polish, then ``newton`` Gauss-Newton
+steps, :mod:`sxor.interp._training_polish`) in increasing order until the depth at which at least
+90% of the seeds interpolate. Every run is kept, failed or not: one record per
+``(N, m, n, seed, L)`` with ``kind = "depth"``: its final loss, relative error
+``max_j d_H / scale``, whether it interpolates (``error <= tol``) and diverged, and what its blocks
+do (``distinct``: the mean number of distinct token values per sequence after each block, to
+``cluster_tol`` times the data's scale; ``entropy``: the mean attention entropy of each block, in
+nats). One record per dataset with ``kind = "construction"`` holds the construction's block count
+and the same statistics of its softmax network (:func:`sxor.interp.construct.construct`). Records
+with ``kind = "teacher"`` train on the outputs of random teachers of depth ``L*`` at depths
+``1, ..., L* + 1``; records with ``kind = "scan"`` repeat one cell with other optimiser settings.
 
-``scale`` in the sizes multiplies the number of seeds and ``L_max`` (1 on one CPU core; a larger
-value for a longer run).
+``scale`` in the sizes multiplies the number of seeds (1 on a CPU; a larger value for a longer
+run), and ``SXOR_WORKERS`` runs that many cells at once in worker processes (spawned, one torch
+thread each); every run is seeded, so the records do not depend on the number of workers.
 """
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
 
 import torch
 
 from ..interp.construct import construct
 from ..interp.dataset import random_dataset
-from ..interp.deep_training import dataset_tensors, init_network, train
+from ..interp.deep_training import (
+    dataset_tensors,
+    forward,
+    from_construction,
+    init_network,
+    layer_statistics,
+    train,
+)
 from . import one_thread, register, size_config
-from .why_transformer_reliability import clopper_pearson
+from .trained_depth_report import plot_depth
 
+__all__ = ["SIZES", "run_depth"]
+
+_OPTIMISER = {"steps": 400, "polish": 300, "newton": 100, "lr": 1e-2, "objective": "chamfer"}
 SIZES = {
     # the same per-run settings as "full" on a subset of its cells (seeds 0, 1 of N = 2, L = 1)
     "ci": {
         "Ns": [2],
         "ms": [1],
         "ns": [3],
+        "Ls": [1],
         "d": 2,
         "seeds": 2,
-        "L_max": 1,
         "scale": 1,
-        "steps": 400,
-        "polish": 300,
-        "lr": 1e-2,
-        "objective": "chamfer",
+        **_OPTIMISER,
         "tol": 1e-6,
+        "cluster_tol": 1e-3,
+        "teacher": {"N": 4, "n": 3, "depths": [], "seed": 7},
         "scan": {"N": 2, "m": 1, "n": 3, "L": 1, "settings": []},
     },
     "full": {
         "Ns": [2, 4, 8, 16],
         "ms": [1, 2, 3],
         "ns": [3, 5],
+        "Ls": [1, 2, 3, 4, 6, 8],
         "d": 2,
-        "seeds": 3,
-        "L_max": 4,
+        "seeds": 5,
         "scale": 1,
-        "steps": 400,
-        "polish": 300,
-        "lr": 1e-2,
-        "objective": "chamfer",
+        **_OPTIMISER,
         "tol": 1e-6,
+        "cluster_tol": 1e-3,
+        "teacher": {"N": 4, "n": 3, "depths": [1, 2, 3], "seed": 7},
         "scan": {
             "N": 4,
             "m": 1,
@@ -74,112 +90,106 @@ SIZES = {
 }
 
 
-def _one(N, m, n, d, seed, L, steps, polish, lr, objective, tol, device) -> dict:
-    inputs, targets = random_dataset(N, n, m, d, seed=seed)
-    X, Y = dataset_tensors(inputs, targets, device=device)
-    theta = init_network(L, d, seed=seed, device=device)
-    out = train(X, Y, theta, steps, lr=lr, polish=polish, tol=tol, objective=objective)
-    return {"N": N, "m": m, "n": n, "seed": seed, "L": L, **out}
+def _scale(X: torch.Tensor, Y: torch.Tensor) -> float:
+    return max(float(X.abs().max()), float(Y.abs().max()), 1e-300)
 
 
-def run_depth(cfg: dict, device=None) -> list[dict]:
-    """The depth records and the scan records of the module docstring for one size's ``cfg``."""
-    seeds, L_max = cfg["seeds"] * cfg["scale"], cfg["L_max"] * cfg["scale"]
-    common = {k: cfg[k] for k in ("d", "steps", "polish", "lr", "objective", "tol")}
-    records = []
-    for n in cfg["ns"]:
-        for m in cfg["ms"]:
-            for N in cfg["Ns"]:
-                blocks = [
-                    construct(*random_dataset(N, n, m, cfg["d"], seed=s), "softmax").num_blocks
-                    for s in range(seeds)
-                ]
-                for L in range(1, L_max + 1):
-                    rows = [
-                        _one(N, m, n, seed=s, L=L, device=device, **common) for s in range(seeds)
-                    ]
-                    for s, r in enumerate(rows):
-                        records.append({"kind": "depth", **r, "construction_blocks": blocks[s]})
-                    if sum(r["interpolates"] for r in rows) >= 0.9 * seeds:
-                        break
-    sc = cfg["scan"]
-    for lr, steps, objective in sc["settings"]:
+def _means(stats: dict) -> dict:
+    """Per block, the mean over the sequences of the distinct values and of the entropy."""
+    return {key: [sum(row) / len(row) for row in stats[key]] for key in ("distinct", "entropy")}
+
+
+def _fit(X, Y, L, seed, cfg, device, **override) -> dict:
+    """Train a depth-``L`` network from the initialisation of ``seed`` on ``(X, Y)``; the result
+    of :func:`train` with the statistics of the trained blocks."""
+    kw = {k: cfg[k] for k in ("steps", "polish", "newton", "lr", "objective", "tol")}
+    kw.update(override)
+    theta = init_network(L, cfg["d"], seed=seed, device=device)
+    steps = kw.pop("steps")
+    out = train(X, Y, theta, steps, **kw)
+    stats = layer_statistics(X, theta, cfg["cluster_tol"] * _scale(X, Y))
+    return {**out, **_means(stats)}
+
+
+def _cell(n: int, m: int, N: int, cfg: dict, device: str) -> list[dict]:
+    """The construction and depth records of one ``(n, m, N)``."""
+    seeds, tol = cfg["seeds"] * cfg["scale"], cfg["cluster_tol"]
+    records, data = [], []
+    with one_thread():
         for s in range(seeds):
-            kw = {**common, "lr": lr, "steps": steps, "objective": objective}
-            r = _one(sc["N"], sc["m"], sc["n"], seed=s, L=sc["L"], device=device, **kw)
-            records.append({"kind": "scan", **r, "lr": lr, "steps": steps, "objective": objective})
+            inputs, targets = random_dataset(N, n, m, cfg["d"], seed=s)
+            X, Y = dataset_tensors(inputs, targets, device=device)
+            T = construct(inputs, targets, "softmax")
+            theta = {k: v.to(device) for k, v in from_construction(T).items()}
+            stats = _means(layer_statistics(X, theta, tol * _scale(X, Y)))
+            key = {"N": N, "m": m, "n": n, "seed": s}
+            records.append({"kind": "construction", **key, "blocks": T.num_blocks, **stats})
+            data.append((key, X, Y, T.num_blocks))
+        for L in cfg["Ls"]:
+            rows = [
+                {"kind": "depth", **key, "L": L, **_fit(X, Y, L, key["seed"], cfg, device),
+                 "construction_blocks": blocks}
+                for key, X, Y, blocks in data
+            ]  # fmt: skip
+            records += rows
+            if sum(r["interpolates"] for r in rows) >= 0.9 * seeds:
+                break
     return records
 
 
-def depth_table(records: list[dict], level: float = 0.95) -> list[dict]:
-    """Per ``(n, m, N)``: the construction's block counts (min and max over seeds), the runs,
-    and for each depth ``L`` tried the successes, the seeds and the Clopper-Pearson ``level``
-    interval; ``L_half`` and ``L_90``, the smallest ``L`` with success rate ``>= 1/2`` and
-    ``>= 0.9`` (``None`` when no ``L`` tried reached it: censored at the largest ``L`` tried)."""
+def _teacher(L_star: int, cfg: dict, device: str) -> list[dict]:
+    """Train at depths ``1, ..., L* + 1`` on the outputs of a random teacher of depth ``L*``
+    (:func:`init_network` with the teacher's seed) on the inputs of the first dataset of
+    ``teacher``'s size; initialisations of seeds ``100, 101, ...`` (never the teacher's own)."""
+    tc = cfg["teacher"]
+    with one_thread():
+        inputs, targets = random_dataset(tc["N"], tc["n"], 1, cfg["d"], seed=0)
+        X, _ = dataset_tensors(inputs, targets, device=device)
+        teacher = init_network(L_star, cfg["d"], seed=tc["seed"], device=device)
+        Y = forward(X, {k: v.detach() for k, v in teacher.items()}).detach()
+        return [
+            {"kind": "teacher", "L_star": L_star, "L": L, "seed": 100 + s,
+             **_fit(X, Y, L, 100 + s, cfg, device)}
+            for L in range(1, L_star + 2)
+            for s in range(cfg["seeds"] * cfg["scale"])
+        ]  # fmt: skip
+
+
+def _scan(setting: list, cfg: dict, device: str) -> list[dict]:
+    """The scan cell with one setting ``[lr, steps, objective]``, every seed."""
+    sc, (lr, steps, objective) = cfg["scan"], setting
     out = []
-    keys = sorted({(r["n"], r["m"], r["N"]) for r in records if r["kind"] == "depth"})
-    for n, m, N in keys:
-        rows = [
-            r for r in records if r["kind"] == "depth" and (r["n"], r["m"], r["N"]) == (n, m, N)
-        ]
-        per_L = []
-        for L in sorted({r["L"] for r in rows}):
-            hits = [r["interpolates"] for r in rows if r["L"] == L]
-            lo, hi = clopper_pearson(sum(hits), len(hits), level)
-            per_L.append({"L": L, "successes": sum(hits), "runs": len(hits), "ci": [lo, hi]})
-
-        def first(rate: float, per_L: list = per_L) -> int | None:
-            return next((p["L"] for p in per_L if p["successes"] >= rate * p["runs"]), None)
-
-        blocks = [r["construction_blocks"] for r in rows]
-        out.append(
-            {
-                "n": n,
-                "m": m,
-                "N": N,
-                "construction_blocks": [min(blocks), max(blocks)],
-                "L_max_tried": max(p["L"] for p in per_L),
-                "L_half": first(0.5),
-                "L_90": first(0.9),
-                "per_L": per_L,
-                "diverged": sum(r["diverged"] for r in rows),
-            }
-        )
+    with one_thread():
+        for s in range(cfg["seeds"] * cfg["scale"]):
+            X, Y = dataset_tensors(*random_dataset(sc["N"], sc["n"], sc["m"], cfg["d"], seed=s),
+                                   device=device)  # fmt: skip
+            fit = _fit(X, Y, sc["L"], s, cfg, device, lr=lr, steps=steps, objective=objective)
+            key = {"N": sc["N"], "m": sc["m"], "n": sc["n"], "seed": s, "L": sc["L"]}
+            out.append({"kind": "scan", **key, **fit, "lr": lr, "steps": steps,
+                        "objective": objective})  # fmt: skip
     return out
 
 
-def plot_depth(results: dict):
-    """The first depth tried at which at least half of the seeds interpolated (``L_half``)
-    against ``N`` (one panel per ``n``), one colour per ``m`` (markers of different ``m`` set
-    slightly apart in ``N``); a hollow marker at ``L_max + 1`` marks a censored cell (no depth
-    tried reached half), the construction's block count dashed."""
-    import matplotlib.pyplot as plt
+def run_depth(cfg: dict, device=None) -> list[dict]:
+    """Every record of the module docstring for one size's ``cfg``, in a fixed order (cells by
+    ``(n, m, N)``, then the teachers, then the scan), on ``SXOR_WORKERS`` processes (default 1)."""
+    device = str(device or "cpu")
+    tasks: list[tuple[Callable[..., list[dict]], tuple]] = [
+        (_cell, (n, m, N, cfg, device)) for n in cfg["ns"] for m in cfg["ms"] for N in cfg["Ns"]
+    ]
+    tasks += [(_teacher, (L, cfg, device)) for L in cfg["teacher"]["depths"]]
+    tasks += [(_scan, (setting, cfg, device)) for setting in cfg["scan"]["settings"]]
+    workers = int(os.environ.get("SXOR_WORKERS", "1"))
+    if workers > 1 and len(tasks) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
 
-    table = depth_table(results["records"])
-    ns = sorted({t["n"] for t in table})
-    fig, axes = plt.subplots(1, len(ns), figsize=(4.2 * len(ns), 4.2), squeeze=False)
-    for ax, n in zip(axes[0], ns):
-        for m, colour in zip((1, 2, 3), ("tab:blue", "tab:orange", "tab:green")):
-            rows = [t for t in table if t["n"] == n and t["m"] == m]
-            if not rows:
-                continue
-            Ns = [t["N"] for t in rows]
-            ax.plot(Ns, [t["construction_blocks"][1] for t in rows], "--", color=colour)
-            for t in rows:
-                censored = t["L_half"] is None
-                y = t["L_max_tried"] + 1 if censored else t["L_half"]
-                face = "none" if censored else colour
-                shift = 2 ** (0.08 * (m - 2))  # side by side, so that equal values stay visible
-                ax.plot([t["N"] * shift], [y], "o", mfc=face, color=colour, ms=8)
-            ax.plot([], [], "o-", color=colour, label=f"m = {m}")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log", base=2)
-        ax.set_xlabel("N (sequences)")
-        ax.set_ylabel("blocks")
-        ax.set_title(f"n = {n}: trained (dots), construction (dashed)", fontsize=11)
-        ax.legend(fontsize=10, frameon=False)
-    fig.tight_layout()
-    return fig
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            parts = [pool.submit(fn, *args) for fn, args in tasks]
+            results = [p.result() for p in parts]
+    else:
+        results = [fn(*args) for fn, args in tasks]
+    return [r for part in results for r in part]
 
 
 @register(
@@ -189,8 +199,8 @@ def plot_depth(results: dict):
 )
 def run(size: str, device: torch.device) -> tuple[dict, list[dict]]:
     cfg = dict(size_config(size, SIZES))
-    with one_thread():
-        records = run_depth(cfg, device=device)
+    records = run_depth(cfg, device=device)
     for r in records:  # json: no inf
-        r["error"] = r["error"] if math.isfinite(r["error"]) else None
+        if "error" in r:
+            r["error"] = r["error"] if math.isfinite(r["error"]) else None
     return cfg, records

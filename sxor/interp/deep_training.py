@@ -43,6 +43,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
+from ._training_polish import gauss_newton_polish
 from .network import InterpolatingTransformer
 
 #: The names of the parameters, each a tensor with a leading axis of length ``L``.
@@ -315,6 +316,7 @@ def train(
     polish: int = 200,
     tol: float = 1e-6,
     objective: str = "hausdorff",
+    newton: int = 0,
 ) -> dict:
     """Train ``theta`` in place: ``steps`` Adam steps (learning rate ``lr`` cosine-annealed to 0,
     full batch), then at most ``polish`` L-BFGS iterations (strong Wolfe; ``0`` skips it), both
@@ -327,12 +329,18 @@ def train(
     default) or ``"chamfer"``: per sequence the mean over output tokens of the squared distance
     to the nearest target plus the mean over targets of the squared distance to the nearest
     output token, which vanishes exactly where ``d_H`` does but is smooth in a single target
-    (``J`` is a maximum over tokens, on which L-BFGS converges slowly)."""
+    (``J`` is a maximum over tokens, on which L-BFGS converges slowly). ``newton > 0`` adds at
+    most that many Gauss-Newton (Levenberg-Marquardt) steps on the Chamfer residuals after the
+    L-BFGS polish (:mod:`sxor.interp._training_polish`; only with ``epsilon = 0``, since it solves
+    for a zero of the residuals), and ``newton_steps``, the steps it kept, to the result."""
     X, Y = _check_pair(X, Y, theta)
     steps, polish = _int("steps", steps, 0), _int("polish", polish, 0)
+    newton = _int("newton", newton, 0)
     lr, epsilon, tol = _real("lr", lr), _real("epsilon", epsilon), _real("tol", tol)
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {sorted(OBJECTIVES)}, got {objective!r}")
+    if newton and epsilon:
+        raise ValueError("newton > 0 polishes the unpenalised objective: it needs epsilon = 0")
     per_sequence = OBJECTIVES[objective]
     params = [theta[name] for name in PARAMETER_NAMES]
     if not all(p.requires_grad for p in params):
@@ -371,6 +379,11 @@ def train(
             return J
 
         lbfgs.step(closure)
+    newton_steps = 0
+    if newton and not diverged:
+        after = float(_hausdorff_sq(_forward(X, theta), Y).mean().detach())
+        if math.isfinite(after):
+            newton_steps = gauss_newton_polish(_forward, X, Y, theta, newton)["steps"]
     final = float(_hausdorff_sq(_forward(X, theta), Y).mean().detach())
     if diverged or not math.isfinite(final):
         diverged = True
@@ -385,4 +398,5 @@ def train(
         "error": error,
         "interpolates": bool(error <= tol),
         "diverged": diverged,
+        **({"newton_steps": newton_steps} if newton else {}),
     }

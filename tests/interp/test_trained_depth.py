@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from sxor.experiments.trained_depth import SIZES, depth_table
+import math
+
+import pytest
+
+from sxor.experiments.trained_depth import SIZES, run_depth
+from sxor.experiments.trained_depth_report import depth_table, growth_fit
 
 
 def _rec(L, seed, hit, N=2):
@@ -28,7 +33,47 @@ def test_smallest_depths_and_censoring():
 
 def test_ci_cells_are_full_cells_with_full_settings():
     ci, full = SIZES["ci"], SIZES["full"]
-    for key in ("d", "steps", "polish", "lr", "objective", "tol"):
+    for key in ("d", "steps", "polish", "newton", "lr", "objective", "tol", "cluster_tol"):
         assert ci[key] == full[key]
+    assert set(ci["Ls"]) <= set(full["Ls"]) and full["Ls"] == sorted(full["Ls"])
     assert set(ci["Ns"]) <= set(full["Ns"]) and set(ci["ms"]) <= set(full["ms"])
     assert set(ci["ns"]) <= set(full["ns"]) and ci["seeds"] <= full["seeds"]
+
+
+def test_growth_fit_recovers_a_known_exponent_and_leaves_censored_cells_out():
+    # L_half = N / 2 exactly (N = 2, 4, 8): slope 1 whatever the resampling; N = 16 censored
+    records = []
+    for N, need in ((2, 1), (4, 2), (8, 4), (16, 99)):
+        for L in (1, 2, 4, 8):
+            records += [_rec(L, s, need <= L, N=N) for s in range(5)]
+    fits = growth_fit(records, draws=200)
+    assert [f["n"] for f in fits] == [3, None]  # one (n, m) and the pooled fit
+    for f in fits:
+        assert f["slope"] == pytest.approx(1.0)
+        assert f["interval_95"] == pytest.approx([1.0, 1.0]) and f["usable"] == 1.0
+    # one uncensored N only: no slope
+    one = [r for r in records if r["N"] in (2, 16)]
+    assert growth_fit(one, draws=20)[0]["slope"] is None
+
+
+def test_a_noisy_cell_widens_the_interval_around_the_slope():
+    records = []
+    for N, need in ((2, 1), (4, 2), (8, 4)):
+        for L in (1, 2, 4, 8):
+            records += [_rec(L, s, need <= L or (N == 8 and L == 2 and s < 2), N=N)
+                        for s in range(5)]  # fmt: skip
+    fit = growth_fit(records, draws=400)[0]
+    low, high = fit["interval_95"]
+    assert low <= fit["slope"] <= high and high - low > 0.1
+    assert math.isfinite(fit["slope"])
+
+
+def test_workers_give_the_same_records_as_one_process(monkeypatch):
+    cfg = dict(SIZES["ci"], scan={"N": 2, "m": 1, "n": 3, "L": 1, "settings": [[1e-2, 20, "chamfer"]]},
+               steps=20, polish=5, newton=3, seeds=1)  # fmt: skip
+    monkeypatch.setenv("SXOR_WORKERS", "1")
+    one = run_depth(cfg)
+    monkeypatch.setenv("SXOR_WORKERS", "2")
+    two = run_depth(cfg)
+    assert [r["kind"] for r in one] == ["construction", "depth", "scan"]
+    assert one == two
