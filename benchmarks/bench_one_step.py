@@ -171,18 +171,23 @@ def read_limit(Vt, device: torch.device, repeats: int = 5) -> float:
     return 3 * best_time(Vt.sum, device, repeats=repeats)
 
 
-def alternate(fns: dict, device: torch.device, repeats: int) -> dict:
+def alternate(fns: dict, device: torch.device, repeats: int, rotate: bool = False) -> dict:
     """Median wall time of each function in ``fns``, called in turn ``repeats`` times (after one
     warm-up call each), so that all see the same load on a shared machine; also every time, and
     the same statistics of the process's CPU time (``time.process_time``, all threads), which
-    excludes the time spent waiting for a CPU that other processes hold."""
+    excludes the time spent waiting for a CPU that other processes hold. ``rotate``: each
+    alternation starts one function later than the one before, so that no function always
+    follows the same other one."""
     for fn in fns.values():
         fn()
     _sync(device)
     times = {key: [] for key in fns}
     cpu = {key: [] for key in fns}
-    for _ in range(repeats):
-        for key, fn in fns.items():
+    keys = list(fns)
+    for rep in range(repeats):
+        shift = rep % len(keys) if rotate else 0
+        for key in keys[shift:] + keys[:shift]:
+            fn = fns[key]
             start, start_cpu = time.perf_counter(), time.process_time()
             fn()
             _sync(device)
@@ -396,7 +401,7 @@ def bench_busy(d: int, m: int, count: int, device: torch.device, dtype, repeats:
     ]
     try:
         time.sleep(1.0)
-        t = alternate(fns, device, repeats)
+        t = alternate(fns, device, repeats, rotate=True)
         load = os.getloadavg()[0]
     finally:
         for proc in spinners:
@@ -405,8 +410,8 @@ def bench_busy(d: int, m: int, count: int, device: torch.device, dtype, repeats:
             proc.wait()
         torch.set_num_threads(before)
     one, two = t["one_thread"]["median"], t["two_threads"]["median"]
-    # paired: each alternation's two-thread call over the one-thread call just before it (the
-    # spinners' share of the cores drifts over seconds; adjacent calls see the same drift)
+    # paired: each alternation's two-thread call over its one-thread call (the spinners' share of
+    # the cores drifts over seconds; calls of one alternation see about the same drift)
     ratios = {
         key: [b / a for a, b in zip(t["one_thread"]["all"], t[key]["all"])]
         for key in ("two_threads", "two_threads_load_check")
@@ -901,7 +906,7 @@ def main(argv: list[str] | None = None) -> int:
         if every_busy
         else None,
         # the same as the median of the paired ratios (each two-thread call over the one-thread
-        # call alternated just before it), the verdict: it cancels the drift of the busy cores
+        # call of the same alternation), the verdict: it cancels the drift of the busy cores
         "busy_two_threads_not_slower_than_one_paired": all(
             r["two_over_one_paired_median"] <= 1.05 for r in every_busy
         )

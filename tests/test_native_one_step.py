@@ -1047,3 +1047,29 @@ def test_the_size_rule_on_request(monkeypatch, dtype, fused):
     run = lambda fused: pytest.fail("measured")  # noqa: E731 (a one-line stand-in)
     assert plan.plan_form(None, "k", 1, 1, run, nbytes=8 << 20).fused
     assert not plan.plan_form(None, "k", 1, 1, run, nbytes=(8 << 20) - 1).fused
+
+
+def test_the_form_is_measured_on_enough_instances_to_leave_the_cache(monkeypatch, fresh_cache):
+    """The planner times the forms on at least PROBE_BYTES of V where the call has that many
+    instances (and on as many as threads in any case), never on more than the call's."""
+    import json
+
+    from sxor.xor import _step_path
+
+    monkeypatch.delenv("SXOR_ONE_STEP_FORM", raising=False)
+    inst = random_instances(5, 500, 4, seed=3)  # 16000 bytes of V per instance
+    monkeypatch.setattr(_step_path, "PROBE_BYTES", 40000)  # 2.5 instances: 3
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        sxor.one_step(inst.V, inst.theta0, inst.support, 5.0)
+        plans = json.loads(native._native_plan.plan_file(native.library_path()).read_text())
+        assert [p["instances"] for p in plans.values()] == [3]
+        native._native_plan.plan_file(native.library_path()).unlink()
+        native._native_plan.forget()
+        monkeypatch.setattr(_step_path, "PROBE_BYTES", 10**9)  # more than the call has: all 5
+        sxor.one_step(inst.V, inst.theta0, inst.support, 5.0)
+        plans = json.loads(native._native_plan.plan_file(native.library_path()).read_text())
+        assert [p["instances"] for p in plans.values()] == [5]
+    finally:
+        torch.set_num_threads(before)

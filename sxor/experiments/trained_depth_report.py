@@ -9,7 +9,7 @@ import random
 
 from .why_transformer_reliability import clopper_pearson
 
-__all__ = ["depth_table", "growth_fit", "plot_depth"]
+__all__ = ["censored_bounds", "depth_table", "growth_fit", "plot_depth"]
 
 
 def depth_table(records: list[dict], level: float = 0.95) -> list[dict]:
@@ -121,6 +121,30 @@ def growth_fit(records: list[dict], draws: int = 2000, seed: int = 0) -> list[di
                 "usable": len(boots) / draws,
             }
         )
+    return out
+
+
+def censored_bounds(records: list[dict]) -> list[dict]:
+    """What the censored cells say about the growth: for each ``(n, m)`` with an uncensored cell
+    and a censored cell of larger ``N``, the largest uncensored ``N0`` (its ``L0 = L_half``), the
+    next censored ``N1``, and the lower bound ``b > log2(L_max / L0) / log2(N1 / N0)`` on the
+    local exponent that ``L_half(N1) > L_max`` (the largest depth tried) implies."""
+    out = []
+    table = depth_table(records)
+    for n, m in sorted({(t["n"], t["m"]) for t in table}):
+        rows = sorted((t for t in table if (t["n"], t["m"]) == (n, m)), key=lambda t: t["N"])
+        done = [t for t in rows if t["L_half"] is not None]
+        if not done:
+            continue
+        t0 = max(done, key=lambda t: t["N"])
+        later = [t for t in rows if t["N"] > t0["N"] and t["L_half"] is None]
+        if later:
+            t1 = later[0]
+            bound = math.log2(t1["L_max_tried"] / t0["L_half"]) / math.log2(t1["N"] / t0["N"])
+            out.append(
+                {"n": n, "m": m, "N0": t0["N"], "L0": t0["L_half"], "N1": t1["N"],
+                 "L_max": t1["L_max_tried"], "exponent_above": bound}
+            )  # fmt: skip
     return out
 
 

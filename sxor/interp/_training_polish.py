@@ -15,10 +15,14 @@ with the residuals :math:`r` the differences weighted by :math:`(nN)^{-1/2}` and
 full Jacobian :math:`J = \partial r / \partial\theta` (``torch.func.jacrev``; the networks of
 section 15c have a few hundred parameters and residuals) and is kept when it lowers the
 objective, with :math:`\lambda` lowered after a kept step and raised after a refused one
-(Marquardt's rule). Where the network has an interpolant near the starting point and the
-Jacobian there has full row rank (more parameters than residuals), the residual vanishes
-quadratically fast; where the starting point is near a minimum with a nonzero residual, no step
-is kept and the polish stops. Either way it only ever lowers the objective.
+(Marquardt's rule). Near an interpolant at which the output map :math:`\theta \mapsto T_\theta`
+has a Jacobian of full row rank (the residuals themselves repeat rows where the matching is one to
+one, so :math:`J` never has), the Gauss-Newton steps converge superlinearly as :math:`\lambda`
+shrinks (quadratically only in the limit :math:`\lambda \to 0`); near a minimum with a nonzero
+residual no step is kept and :math:`\lambda` grows until the polish stops, or its budget of
+steps runs out first. Either way it only ever lowers the Chamfer objective; the verdict of
+:func:`sxor.interp.deep_training.train` is :math:`d_H`, recomputed after it, which a step that
+lowers the Chamfer objective can raise slightly.
 """
 
 from __future__ import annotations

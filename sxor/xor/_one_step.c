@@ -135,8 +135,10 @@ static inline double exp_nonpos(double x) {
 /* The loops that sum exponentials: in vector lanes on AVX-512 builds (`omp simd reduction`, as the
  * kernel has always summed them there), in order elsewhere. Without masked vector instructions
  * those loops never vectorised, so they summed in order; a compiler may still vectorise the
- * exponentials of a loop whose sums run in order (GCC's in-order reductions), which keeps every
- * sum, and so every result, bit for bit what it was. */
+ * exponentials of a loop whose sums run in order (GCC's in-order reductions), which keeps the
+ * order of every sum. (The compiler still chooses which products to fuse into multiply-adds;
+ * -ffp-contract=off would fix that choice, at the cost of changing every result of earlier
+ * versions.) */
 #ifdef __AVX512F__
 #define LANE_SUMS(clause) _Pragma(clause)
 #else
@@ -220,7 +222,7 @@ static void block_scores_##SUF(const T *restrict X, int64_t n, int64_t m, int64_
         const T *r0 = X + j * sm, *r1 = r0 + sm, *r2 = r1 + sm, *r3 = r2 + sm;                          \
         const T *p0 = q + j, *p1 = q + m + j, *p2 = q + 2 * m + j, *p3 = q + 3 * m + j;                 \
         /* the rows read next: j + 4 on (up to four) of this block, else the next block's first four */ \
-        const T *fr = j + 4 < m ? r0 + 4 * sm : X + CHUNK;                                              \
+        const T *fr = j + 4 < m ? r0 + 4 * sm : nx ? X + CHUNK : r0; /* no pointer past the data */    \
         int64_t fk = j + 4 < m ? (m - j - 4 < 4 ? m - j - 4 : 4) : (m < 4 ? m : 4);                     \
         int64_t fn = j + 4 < m ? n : nx;                                                                \
         for (int64_t i0 = 0; i0 < n; i0 += sub) {                                                       \
@@ -308,8 +310,8 @@ static void scores_##SUF(const T *restrict X, int64_t d, int64_t m, int64_t sd, 
  * and of (x_r[i] K[i])^2, kept in vectors of one cache line: 6 R line accumulators, which stay in     \
  * the vector registers while they run (R = 4 with 32 registers of a line, AVX-512; R = 1 with 16 of   \
  * half a line, AVX2; PULL_ROWS) and in st (6 R lines) between calls. Every accumulator sums its       \
- * positions in the same order whatever R and however the positions are split into calls, so          \
- * neither changes a result. */                                                                       \
+ * positions in the same order whatever R and however the positions are split into calls (which      \
+ * products the compiler fuses into multiply-adds may still differ between builds). */               \
 typedef T vec_##SUF __attribute__((vector_size(VEC_BYTES)));                                           \
 static inline vec_##SUF load_##SUF(const T *p) {                                                        \
     vec_##SUF v;                                                                                        \

@@ -21,12 +21,13 @@ with the torch path in the tests).
 
 Threads (:func:`threads_for`): a call runs on ``torch.get_num_threads()`` threads, however busy
 the machine. Where other processes keep every core busy, the scheduler shares the cores among all
-runnable threads, so a call on two threads usually gets more of them than a call on one. Measured
-on an AMD EPYC (2 cores, both kept busy by a spinning process each, 31 alternations, medians of the
-paired ratios): two threads took 0.64 to 0.78 times as long as one at the three sizes of the
-benchmark in one run, and 0.53 to 1.14 in the benchmark's own run (at ``d = 2^14`` two threads
-were slower there), while the opposite policy took 1.01 to 1.40 times as long as one thread in
-the same run; a thread that waits for a core holds up the end of the call. ``SXOR_NATIVE_LOAD_CHECK=1``
+runnable threads, so a call on two threads often gets more of them than a call on one, although a
+thread that waits for a core holds up the end of the call. Measured on an AMD EPYC (2 cores, both
+kept busy by a spinning process each; ``benchmarks/bench_one_step.py``, medians of paired ratios):
+two threads took 0.53 to 1.14 times as long as one (slower at ``d = 2^14``), and the opposite
+policy 1.01 to 1.40 times as long as one thread, measured right after the two-thread call; in an
+earlier run with the calls in another order the opposite policy measured 0.71 and 0.82. The
+comparison does not settle either policy at 5% on that machine. ``SXOR_NATIVE_LOAD_CHECK=1``
 switches on the opposite policy of earlier versions (no more threads than idle cores, counted from
 the runnable threads of other processes in ``/proc/loadavg``), for machines where it pays.
 

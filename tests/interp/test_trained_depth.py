@@ -77,3 +77,49 @@ def test_workers_give_the_same_records_as_one_process(monkeypatch):
     two = run_depth(cfg)
     assert [r["kind"] for r in one] == ["construction", "depth", "scan"]
     assert one == two
+
+
+def test_a_cell_stops_at_the_first_depth_where_90_percent_interpolate(monkeypatch):
+    from sxor.experiments import trained_depth as td
+
+    calls = []
+
+    def fake_fit(X, Y, L, seed, cfg, device, **override):
+        calls.append((L, seed))
+        ok = L >= 3 or (L == 2 and seed < 4)  # L = 2: 4 of 5 (80%), L = 3: 5 of 5
+        return {"interpolates": ok, "error": 0.0 if ok else 1.0, "diverged": False}
+
+    monkeypatch.setattr(td, "_fit", fake_fit)
+    cfg = dict(SIZES["full"], seeds=5)
+    records = td._cell(3, 1, 2, cfg, "cpu")
+    assert sorted({L for L, _ in calls}) == [1, 2, 3]  # stops after L = 3, never tries 4, 6, 8
+    assert [r["kind"] for r in records].count("construction") == 5
+    assert {r["L"] for r in records if r["kind"] == "depth"} == {1, 2, 3}
+
+
+def test_teacher_runs_start_from_seeds_other_than_the_teachers(monkeypatch):
+    from sxor.experiments import trained_depth as td
+
+    seeds = []
+
+    def fake_fit(X, Y, L, seed, cfg, device, **override):
+        seeds.append(seed)
+        return {"interpolates": False, "error": 1.0, "diverged": False}
+
+    monkeypatch.setattr(td, "_fit", fake_fit)
+    cfg = dict(SIZES["full"], seeds=3)
+    records = td._teacher(2, cfg, "cpu")
+    assert [r["L"] for r in records] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert set(seeds) == {100, 101, 102} and cfg["teacher"]["seed"] not in seeds
+
+
+def test_censored_cells_bound_the_exponent_from_below():
+    from sxor.experiments.trained_depth_report import censored_bounds
+
+    records = []
+    for N, need in ((2, 1), (4, 2), (8, 99)):
+        for L in (1, 2, 4, 8):
+            records += [_rec(L, s, need <= L, N=N) for s in range(5)]
+    (b,) = censored_bounds(records)
+    assert (b["N0"], b["L0"], b["N1"], b["L_max"]) == (4, 2, 8, 8)
+    assert b["exponent_above"] == pytest.approx(2.0)  # L(8) > 8 = 2 * (8 / 4)^2
