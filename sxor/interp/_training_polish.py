@@ -17,8 +17,8 @@ section 15c have a few hundred parameters and residuals) and is kept when it low
 objective, with :math:`\lambda` lowered after a kept step and raised after a refused one
 (Marquardt's rule). Near an interpolant at which the output map :math:`\theta \mapsto T_\theta`
 has a Jacobian of full row rank (the residuals themselves repeat rows where the matching is one to
-one, so :math:`J` never has), the Gauss-Newton steps converge superlinearly as :math:`\lambda`
-shrinks (quadratically only in the limit :math:`\lambda \to 0`); near a minimum with a nonzero
+one, so :math:`J` is rank-deficient there), the steps converge fast as :math:`\lambda` shrinks
+(not proved here; the tests check a start near a teacher); near a minimum with a nonzero
 residual no step is kept and :math:`\lambda` grows until the polish stops, or its budget of
 steps runs out first. Either way it only ever lowers the Chamfer objective; the verdict of
 :func:`sxor.interp.deep_training.train` is :math:`d_H`, recomputed after it, which a step that
