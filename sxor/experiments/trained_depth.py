@@ -5,7 +5,7 @@ For datasets of :func:`sxor.interp.dataset.random_dataset` (random targets, no t
 dataset *and* the initialisation :func:`sxor.interp.deep_training.init_network` drawn with seed
 ``s``), networks of the depths ``L`` in ``Ls`` are trained by
 :func:`sxor.interp.deep_training.train` (Adam, an L-BFGS polish, then ``newton`` Gauss-Newton
-steps, :mod:`sxor.interp._training_polish`) in increasing order until the depth at which at least
+steps, ``sxor.interp._training_polish``) in increasing order until the depth at which at least
 90% of the seeds interpolate. Every run is kept, failed or not: one record per
 ``(N, m, n, seed, L)`` with ``kind = "depth"``: its final loss, relative error
 ``max_j d_H / scale``, whether it interpolates (``error <= tol``) and diverged, and what its blocks

@@ -331,7 +331,7 @@ def train(
     output token, which vanishes exactly where ``d_H`` does but is smooth in a single target
     (``J`` is a maximum over tokens, on which L-BFGS converges slowly). ``newton > 0`` adds at
     most that many Gauss-Newton (Levenberg-Marquardt) steps on the Chamfer residuals after the
-    L-BFGS polish (:mod:`sxor.interp._training_polish`; only with ``epsilon = 0``, since it solves
+    L-BFGS polish (``sxor.interp._training_polish``; only with ``epsilon = 0``, since it solves
     for a zero of the residuals), and ``newton_steps``, the steps it kept, to the result."""
     X, Y = _check_pair(X, Y, theta)
     steps, polish = _int("steps", steps, 0), _int("polish", polish, 0)
