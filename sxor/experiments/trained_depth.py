@@ -32,6 +32,7 @@ import torch
 from ..interp.construct import construct
 from ..interp.dataset import random_dataset
 from ..interp.deep_training import (
+    data_scale,
     dataset_tensors,
     forward,
     from_construction,
@@ -90,10 +91,6 @@ SIZES = {
 }
 
 
-def _scale(X: torch.Tensor, Y: torch.Tensor) -> float:
-    return max(float(X.abs().max()), float(Y.abs().max()), 1e-300)
-
-
 def _means(stats: dict) -> dict:
     """Per block, the mean over the sequences of the distinct values and of the entropy."""
     return {key: [sum(row) / len(row) for row in stats[key]] for key in ("distinct", "entropy")}
@@ -107,7 +104,7 @@ def _fit(X, Y, L, seed, cfg, device, **override) -> dict:
     theta = init_network(L, cfg["d"], seed=seed, device=device)
     steps = kw.pop("steps")
     out = train(X, Y, theta, steps, **kw)
-    stats = layer_statistics(X, theta, cfg["cluster_tol"] * _scale(X, Y))
+    stats = layer_statistics(X, theta, cfg["cluster_tol"] * data_scale(X, Y))
     return {**out, **_means(stats)}
 
 
@@ -121,7 +118,7 @@ def _cell(n: int, m: int, N: int, cfg: dict, device: str) -> list[dict]:
             X, Y = dataset_tensors(inputs, targets, device=device)
             T = construct(inputs, targets, "softmax")
             theta = {k: v.to(device) for k, v in from_construction(T).items()}
-            stats = _means(layer_statistics(X, theta, tol * _scale(X, Y)))
+            stats = _means(layer_statistics(X, theta, tol * data_scale(X, Y)))
             key = {"N": N, "m": m, "n": n, "seed": s}
             records.append({"kind": "construction", **key, "blocks": T.num_blocks, **stats})
             data.append((key, X, Y, T.num_blocks))

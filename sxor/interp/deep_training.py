@@ -52,6 +52,7 @@ PARAMETER_NAMES = ("eta", "W", "U", "b", "rho", "alpha", "q", "k", "V")
 __all__ = [
     "OBJECTIVES",
     "PARAMETER_NAMES",
+    "data_scale",
     "dataset_tensors",
     "forward",
     "from_construction",
@@ -220,13 +221,18 @@ def loss(X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor]) -> to
     return _hausdorff_sq(_forward(X, theta), Y).mean()
 
 
+def data_scale(X: torch.Tensor, Y: torch.Tensor) -> float:
+    """``s = max(|X|_inf, |Y|_inf)``, the data's scale the tolerances are relative to."""
+    return max(float(X.abs().max()), float(Y.abs().max()), 1e-300)
+
+
 def interpolation_error(X: torch.Tensor, Y: torch.Tensor, theta: dict[str, torch.Tensor]) -> float:
     """``max_j d_H(T(X_j), Y_j) / s`` with ``s = max(|X|_inf, |Y|_inf)``, evaluated in float64."""
     X, Y = _check_pair(X, Y, theta)
     th = {k: v.detach().double() for k, v in theta.items()}
     X, Y = X.double(), Y.double()
     err = _hausdorff_sq(_forward(X, th), Y).amax().sqrt()
-    return float(err) / max(float(X.abs().max()), float(Y.abs().max()), 1e-300)
+    return float(err) / data_scale(X, Y)
 
 
 def dataset_tensors(inputs, targets, *, dtype=torch.float64, device=None):

@@ -47,10 +47,10 @@ def test_the_polish_never_raises_the_objective_and_stops_where_no_step_helps():
     X, Y = dt.dataset_tensors(inputs, targets)
     theta = dt.init_network(1, 2, seed=3)
     before = _chamfer(X, Y, theta)
-    out = gauss_newton_polish(dt.forward, X, Y, theta, 40)
-    assert out["objective"] <= before
+    out = gauss_newton_polish(dt.forward, X, Y, theta, 2000)
+    assert 0 < out["objective"] < before
     assert abs(out["objective"] - _chamfer(X, Y, theta)) <= 1e-12 * max(1.0, before)
-    assert out["tried"] <= 40
+    assert out["tried"] < 2000  # stopped by the damping rule (no step helps), not by the budget
 
 
 def test_train_with_newton_reports_its_steps_and_refuses_a_penalty():
