@@ -24,10 +24,9 @@ the machine. Where other processes keep every core busy, the scheduler shares th
 runnable threads, so a call on two threads often gets more of them than a call on one, although a
 thread that waits for a core holds up the end of the call. Measured on an AMD EPYC (2 cores, both
 kept busy by a spinning process each; ``benchmarks/bench_one_step.py``, medians of paired ratios):
-two threads took 0.53 to 1.14 times as long as one (slower at ``d = 2^14``), and the opposite
-policy 1.01 to 1.40 times as long as one thread, measured right after the two-thread call; in an
-earlier run with the calls in another order the opposite policy measured 0.71 and 0.82. The
-comparison does not settle either policy at 5% on that machine. ``SXOR_NATIVE_LOAD_CHECK=1``
+in the latest run two threads took 0.55 to 0.92 times as long as one and the opposite policy 0.89
+to 1.03 times; an earlier run on the same CPU model found two threads 13% slower at ``d = 2^14``.
+The comparison does not reproduce to 5% on that machine. ``SXOR_NATIVE_LOAD_CHECK=1``
 switches on the opposite policy of earlier versions (no more threads than idle cores, counted from
 the runnable threads of other processes in ``/proc/loadavg``), for machines where it pays.
 
