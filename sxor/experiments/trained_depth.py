@@ -4,7 +4,8 @@ For datasets of :func:`sxor.interp.dataset.random_dataset` (random targets, no t
 ``N``, ``m`` (every ``m_j = m``) and the sequence length ``n``, and for each seed ``s`` (the
 dataset *and* the initialisation :func:`sxor.interp.deep_training.init_network` drawn with seed
 ``s``), networks of the depths ``L`` in ``Ls`` are trained by
-:func:`sxor.interp.deep_training.train` (Adam, an L-BFGS polish, then ``newton`` Gauss-Newton
+:func:`sxor.interp.deep_training.train` (Adam with the authors' settings: learning rate
+``1e-3``, cosine-annealed, full batch; then an L-BFGS polish and ``newton`` Gauss-Newton
 steps, ``sxor.interp._training_polish``) in increasing order until the depth at which at least
 90% of the seeds interpolate. Every run is kept, failed or not: one record per
 ``(N, m, n, seed, L)`` with ``kind = "depth"``: its final loss, relative error
@@ -45,7 +46,8 @@ from .trained_depth_report import plot_depth
 
 __all__ = ["SIZES", "run_depth"]
 
-_OPTIMISER = {"steps": 400, "polish": 300, "newton": 100, "lr": 1e-2, "objective": "chamfer"}
+# the authors' optimiser (Adam, lr 1e-3, cosine-annealed, full batch), then this section's polish
+_OPTIMISER = {"steps": 2000, "polish": 300, "newton": 100, "lr": 1e-3, "objective": "chamfer"}
 SIZES = {
     # the same per-run settings as "full" on a subset of its cells (seeds 0, 1 of N = 2, L = 1)
     "ci": {
@@ -68,12 +70,12 @@ SIZES = {
         "ns": [3, 5],
         "Ls": [1, 2, 3, 4, 6, 8],
         "d": 2,
-        "seeds": 5,
+        "seeds": 10,
         "scale": 1,
         **_OPTIMISER,
         "tol": 1e-6,
         "cluster_tol": 1e-3,
-        "teacher": {"N": 4, "n": 3, "depths": [1, 2, 3], "seed": 7},
+        "teacher": {"N": 4, "n": 3, "depths": [1, 2, 3], "seed": 7, "seeds": 20},
         "scan": {
             "N": 4,
             "m": 1,
@@ -81,10 +83,12 @@ SIZES = {
             "L": 2,
             "settings": [
                 [1e-3, 400, "chamfer"],
+                [1e-3, 2000, "chamfer"],
+                [1e-3, 6000, "chamfer"],
                 [1e-2, 400, "chamfer"],
-                [1e-1, 400, "chamfer"],
-                [1e-2, 1200, "chamfer"],
-                [1e-2, 400, "hausdorff"],
+                [1e-2, 2000, "chamfer"],
+                [1e-1, 2000, "chamfer"],
+                [1e-3, 2000, "hausdorff"],
             ],
         },
     },
@@ -137,7 +141,8 @@ def _cell(n: int, m: int, N: int, cfg: dict, device: str) -> list[dict]:
 def _teacher(L_star: int, cfg: dict, device: str) -> list[dict]:
     """Train at depths ``1, ..., L* + 1`` on the outputs of a random teacher of depth ``L*``
     (:func:`init_network` with the teacher's seed) on the inputs of the first dataset of
-    ``teacher``'s size; initialisations of seeds ``100, 101, ...`` (never the teacher's own)."""
+    ``teacher``'s size; initialisations of seeds ``100, 101, ...`` (never the teacher's own),
+    ``teacher["seeds"]`` of them (default: ``seeds``), times ``scale``."""
     tc = cfg["teacher"]
     with one_thread():
         inputs, targets = random_dataset(tc["N"], tc["n"], 1, cfg["d"], seed=0)
@@ -148,7 +153,7 @@ def _teacher(L_star: int, cfg: dict, device: str) -> list[dict]:
             {"kind": "teacher", "L_star": L_star, "L": L, "seed": 100 + s,
              **_fit(X, Y, L, 100 + s, cfg, device)}
             for L in range(1, L_star + 2)
-            for s in range(cfg["seeds"] * cfg["scale"])
+            for s in range(tc.get("seeds", cfg["seeds"]) * cfg["scale"])
         ]  # fmt: skip
 
 
@@ -167,6 +172,15 @@ def _scan(setting: list, cfg: dict, device: str) -> list[dict]:
     return out
 
 
+def _cost(fn: Callable[..., list[dict]], args: tuple) -> int:
+    """A rough order of the tasks' run times: a teacher's runs, a cell's ``N n``, a scan's steps."""
+    if fn is _teacher:
+        return 10**9 + args[0]
+    if fn is _cell:
+        return args[0] * args[2]
+    return 0
+
+
 def run_depth(cfg: dict, device=None) -> list[dict]:
     """Every record of the module docstring for one size's ``cfg``, in a fixed order (cells by
     ``(n, m, N)``, then the teachers, then the scan), on ``SXOR_WORKERS`` processes (default 1)."""
@@ -181,9 +195,12 @@ def run_depth(cfg: dict, device=None) -> list[dict]:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        # the long tasks first (the teachers, then the cells of the largest N), so that no
+        # worker is left with one long task at the end; the records keep the fixed order
+        order = sorted(range(len(tasks)), key=lambda i: _cost(*tasks[i]), reverse=True)
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            parts = [pool.submit(fn, *args) for fn, args in tasks]
-            results = [p.result() for p in parts]
+            parts = {i: pool.submit(tasks[i][0], *tasks[i][1]) for i in order}
+            results = [parts[i].result() for i in range(len(tasks))]
     else:
         results = [fn(*args) for fn, args in tasks]
     return [r for part in results for r in part]

@@ -9,7 +9,15 @@ import random
 
 from .why_transformer_reliability import clopper_pearson
 
-__all__ = ["censored_bounds", "depth_table", "growth_fit", "plot_depth"]
+__all__ = [
+    "censored_bounds",
+    "depth_table",
+    "fisher_exact",
+    "growth_fit",
+    "mcnemar_exact",
+    "paired_runs",
+    "plot_depth",
+]
 
 
 def depth_table(records: list[dict], level: float = 0.95) -> list[dict]:
@@ -148,11 +156,88 @@ def censored_bounds(records: list[dict]) -> list[dict]:
     return out
 
 
+def fisher_exact(k1: int, n1: int, k2: int, n2: int) -> float:
+    """Two-sided p-value of Fisher's exact test of ``k1`` successes in ``n1`` runs against ``k2``
+    in ``n2``: the probability, given the total number of successes, of a table at most as
+    likely as the one observed (hypergeometric; exact in rationals up to the final division)."""
+    for name, v in (("k1", k1), ("n1", n1), ("k2", k2), ("n2", n2)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+    if k1 > n1 or k2 > n2:
+        raise ValueError(f"successes must not exceed runs: {k1}/{n1}, {k2}/{n2}")
+    total = k1 + k2
+    weight = {k: math.comb(n1, k) * math.comb(n2, total - k)
+              for k in range(max(0, total - n2), min(n1, total) + 1)}  # fmt: skip
+    seen = weight[k1]
+    return min(1.0, sum(w for w in weight.values() if w <= seen) / math.comb(n1 + n2, total))
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided p-value of the exact McNemar test: ``b`` pairs that succeed only under the first
+    setting and ``c`` only under the second, each discordant pair equally likely to fall either
+    way under the null hypothesis (a two-sided binomial test with ``p = 1/2``)."""
+    for name, v in (("b", b), ("c", c)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+    k, n = min(b, c), b + c
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0
+
+
+def paired_runs(first: list[dict], second: list[dict]) -> dict:
+    """The depth runs of two records lists that share ``(n, m, N, seed, L)`` (the same dataset,
+    initialisation and depth under two optimiser settings): how many interpolate in both, only in
+    the first, only in the second, and the exact McNemar p-value of the difference (which treats
+    the pairs as independent); the same counts per ``N`` under ``"by_N"``. Since the runs of one
+    dataset at several depths share its data and initialisation, also a test over datasets:
+    ``datasets_first_more`` (``_second_more``) counts the datasets ``(n, m, N, seed)`` with more
+    shared runs succeeding only under the first (second) setting, and ``p_sign_datasets`` is the
+    two-sided sign test of those two counts."""
+    key = ("n", "m", "N", "seed", "L")
+
+    def runs(records: list[dict]) -> dict:
+        return {
+            tuple(r[k] for k in key): r["interpolates"] for r in records if r["kind"] == "depth"
+        }
+
+    a, b = runs(first), runs(second)
+    common = sorted(set(a) & set(b))
+
+    def counts(keys: list) -> dict:
+        only_a = sum(a[k] and not b[k] for k in keys)
+        only_b = sum(b[k] and not a[k] for k in keys)
+        return {
+            "runs": len(keys),
+            "both": sum(a[k] and b[k] for k in keys),
+            "only_first": only_a,
+            "only_second": only_b,
+            "first": sum(a[k] for k in keys),
+            "second": sum(b[k] for k in keys),
+            "p_mcnemar": mcnemar_exact(only_a, only_b),
+        }
+
+    out = counts(common)
+    # the runs of one dataset (and initialisation) at several depths are not independent: a sign
+    # test over the datasets whose runs favour one setting more often than the other
+    lean: dict[tuple, int] = {}
+    for k in common:
+        lean[k[:4]] = lean.get(k[:4], 0) + int(a[k]) - int(b[k])
+    first_more = sum(x > 0 for x in lean.values())
+    second_more = sum(x < 0 for x in lean.values())
+    out["datasets"] = len(lean)
+    out["datasets_first_more"], out["datasets_second_more"] = first_more, second_more
+    out["p_sign_datasets"] = mcnemar_exact(first_more, second_more)
+    out["by_N"] = {
+        N: counts([k for k in common if k[2] == N]) for N in sorted({k[2] for k in common})
+    }
+    return out
+
+
 def plot_depth(results: dict):
     """The first depth tried at which at least half of the seeds interpolated (``L_half``)
     against ``N`` (one panel per ``n``), one colour per ``m`` (markers of different ``m`` set
-    slightly apart in ``N``); a hollow marker at ``L_max + 1`` marks a censored cell (no depth
-    tried reached half), the construction's block count dashed."""
+    slightly apart in ``N``); a hollow triangle pointing up at ``L_max + 1`` marks a censored cell
+    (no depth tried reached half: ``L_half > L_max``, its value unknown), the construction's block
+    count dashed."""
     import matplotlib.pyplot as plt
 
     table = depth_table(results["records"])
@@ -170,7 +255,8 @@ def plot_depth(results: dict):
                 y = t["L_max_tried"] + 1 if censored else t["L_half"]
                 face = "none" if censored else colour
                 shift = 2 ** (0.08 * (m - 2))  # side by side, so that equal values stay visible
-                ax.plot([t["N"] * shift], [y], "o", mfc=face, color=colour, ms=8)
+                marker = "^" if censored else "o"  # censored: L_half > L_max, value unknown
+                ax.plot([t["N"] * shift], [y], marker, mfc=face, color=colour, ms=8)
             ax.plot([], [], "o-", color=colour, label=f"m = {m}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log", base=2)

@@ -107,7 +107,7 @@ def test_teacher_runs_start_from_seeds_other_than_the_teachers(monkeypatch):
         return {"interpolates": False, "error": 1.0, "diverged": False}
 
     monkeypatch.setattr(td, "_fit", fake_fit)
-    cfg = dict(SIZES["full"], seeds=3)
+    cfg = dict(SIZES["full"], teacher=dict(SIZES["full"]["teacher"], seeds=3))
     records = td._teacher(2, cfg, "cpu")
     assert [r["L"] for r in records] == [1, 1, 1, 2, 2, 2, 3, 3, 3]
     assert set(seeds) == {100, 101, 102} and cfg["teacher"]["seed"] not in seeds
@@ -123,3 +123,36 @@ def test_censored_cells_bound_the_exponent_from_below():
     (b,) = censored_bounds(records)
     assert (b["N0"], b["L0"], b["N1"], b["L_max"]) == (4, 2, 8, 8)
     assert b["exponent_above"] == pytest.approx(2.0)  # L(8) > 8 = 2 * (8 / 4)^2
+
+
+def test_fisher_and_mcnemar_exact_tests_against_hand_counts():
+    from sxor.experiments.trained_depth_report import fisher_exact, mcnemar_exact
+
+    # 0/5 against 5/5: only the observed table and its mirror are as unlikely: 2 / C(10, 5)
+    assert abs(fisher_exact(0, 5, 5, 5) - 2 / 252) < 1e-15
+    # 2/5 against 5/5: of the C(10, 7) = 120 ways to place 7 successes, k1 = 2 and k1 = 5 have
+    # C(5, 2) C(5, 5) = 10 each, k1 = 3 and 4 have 50 each
+    assert abs(fisher_exact(2, 5, 5, 5) - 20 / 120) < 1e-15
+    assert fisher_exact(3, 5, 3, 5) == 1.0
+    assert abs(mcnemar_exact(0, 5) - 2 / 32) < 1e-15 and mcnemar_exact(4, 4) == 1.0
+    assert mcnemar_exact(0, 0) == 1.0
+    with pytest.raises(ValueError, match="must not exceed"):
+        fisher_exact(6, 5, 0, 5)
+    with pytest.raises(ValueError, match="non-negative int"):
+        mcnemar_exact(-1, 2)
+
+
+def test_paired_runs_count_only_the_runs_both_lists_share():
+    from sxor.experiments.trained_depth_report import paired_runs
+
+    def run(seed, L, ok, N=2):
+        return {"kind": "depth", "n": 3, "m": 1, "N": N, "seed": seed, "L": L, "interpolates": ok}
+
+    first = [run(0, 1, True), run(1, 1, True), run(2, 1, False), run(3, 1, True, N=4)]
+    second = [run(0, 1, True), run(1, 1, False), run(2, 1, True), run(2, 2, True)]
+    out = paired_runs(first, second)
+    assert (out["runs"], out["both"], out["only_first"], out["only_second"]) == (3, 1, 1, 1)
+    assert out["p_mcnemar"] == 1.0 and list(out["by_N"]) == [2]
+    # seed 1 leans to the first setting, seed 2 to the second, seed 0 to neither
+    assert (out["datasets"], out["datasets_first_more"], out["datasets_second_more"]) == (3, 1, 1)
+    assert out["p_sign_datasets"] == 1.0
